@@ -1,0 +1,311 @@
+// Package cloudevent is the CloudEvents 1.0 event as Hooklane stores and
+// delivers it, with its JSON (structured mode) encoding.
+//
+// The package knows the format only; parsing the three HTTP content modes and
+// the validation rules of the ingest pipeline live in package ingest.
+package cloudevent
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// SpecVersion is the only CloudEvents version Hooklane accepts.
+const SpecVersion = "1.0"
+
+// Extension attribute names the gateway gives a meaning to.
+const (
+	ExtDataVersion     = "dataversion"
+	ExtMessageGroup    = "messagegroup"
+	ExtDeduplicationID = "deduplicationid"
+	ExtCorrelationID   = "correlationid"
+	ExtCausationID     = "causationid"
+	ExtTraceParent     = "traceparent"
+	ExtTraceState      = "tracestate"
+)
+
+// Event is one CloudEvent. Attributes keep their specification names in
+// JSON; every attribute not defined by the specification is an extension.
+//
+// Data holds the data as a JSON value (for JSON content, or text content
+// encoded as a JSON string); DataBase64 holds binary data. At most one of the
+// two is set.
+type Event struct {
+	SpecVersion     string
+	ID              string
+	Source          string
+	Type            string
+	Subject         string
+	Time            time.Time
+	DataContentType string
+	DataSchema      string
+	// Data is the raw JSON value of the data member, nil when absent.
+	Data json.RawMessage
+	// DataBase64 is binary data (data_base64 in JSON), nil when absent.
+	DataBase64 []byte
+	// Extensions maps extension names to their values: string, bool or
+	// json.Number.
+	Extensions map[string]any
+}
+
+// Ext returns the string form of extension name, "" when absent.
+func (e *Event) Ext(name string) string {
+	v, ok := e.Extensions[name]
+	if !ok {
+		return ""
+	}
+	switch x := v.(type) {
+	case string:
+		return x
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// Attribute returns the value of a context attribute or extension by its
+// CloudEvents name, and whether it is present. Time is returned as an RFC
+// 3339 string; extension values keep their JSON type.
+func (e *Event) Attribute(name string) (any, bool) {
+	str := func(s string) (any, bool) { return s, s != "" }
+	switch name {
+	case "specversion":
+		return str(e.SpecVersion)
+	case "id":
+		return str(e.ID)
+	case "source":
+		return str(e.Source)
+	case "type":
+		return str(e.Type)
+	case "subject":
+		return str(e.Subject)
+	case "time":
+		if e.Time.IsZero() {
+			return nil, false
+		}
+		return FormatTime(e.Time), true
+	case "datacontenttype":
+		return str(e.DataContentType)
+	case "dataschema":
+		return str(e.DataSchema)
+	}
+	v, ok := e.Extensions[name]
+	return v, ok
+}
+
+// FormatTime renders t as the gateway writes every timestamp: UTC, RFC 3339
+// with milliseconds and a Z suffix.
+func FormatTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// reserved are the names that are not extensions.
+var reserved = map[string]bool{ //nolint:gochecknoglobals // read-only lookup table
+	"specversion": true, "id": true, "source": true, "type": true, "subject": true,
+	"time": true, "datacontenttype": true, "dataschema": true, "data": true, "data_base64": true,
+}
+
+// IsReserved reports whether name is a specification attribute or a data
+// member rather than an extension.
+func IsReserved(name string) bool { return reserved[name] }
+
+// MarshalJSON encodes the event in the CloudEvents JSON format. Keys come out
+// in a stable order: the specification attributes, the extensions sorted by
+// name, then data.
+func (e Event) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(256 + len(e.Data) + len(e.DataBase64)*4/3)
+	buf.WriteByte('{')
+	first := true
+	field := func(name string, v any) error {
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		k, _ := json.Marshal(name)
+		buf.Write(k)
+		buf.WriteByte(':')
+		if raw, ok := v.(json.RawMessage); ok {
+			buf.Write(raw)
+			return nil
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("encode attribute %s: %w", name, err)
+		}
+		buf.Write(b)
+		return nil
+	}
+	str := func(name, v string) {
+		if v != "" {
+			_ = field(name, v)
+		}
+	}
+	str("specversion", e.SpecVersion)
+	str("id", e.ID)
+	str("source", e.Source)
+	str("type", e.Type)
+	str("subject", e.Subject)
+	if !e.Time.IsZero() {
+		str("time", FormatTime(e.Time))
+	}
+	str("datacontenttype", e.DataContentType)
+	str("dataschema", e.DataSchema)
+	for _, k := range slices.Sorted(maps.Keys(e.Extensions)) {
+		if err := field(k, e.Extensions[k]); err != nil {
+			return nil, err
+		}
+	}
+	if e.Data != nil {
+		_ = field("data", e.Data)
+	} else if e.DataBase64 != nil {
+		str("data_base64", base64.StdEncoding.EncodeToString(e.DataBase64))
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON decodes an event in the CloudEvents JSON format without
+// validating it beyond the JSON types of the attributes; see
+// [Event.Validate]. Extension numbers are kept as json.Number.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err //nolint:wrapcheck // the JSON error is the message
+	}
+	if raw == nil {
+		return errors.New("event must be a JSON object")
+	}
+	*e = Event{}
+	var errs []error
+	str := func(name string, dst *string) {
+		v, ok := raw[name]
+		if !ok || string(v) == "null" {
+			return
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			errs = append(errs, &AttributeError{Name: name, Message: "must be a string"})
+		}
+	}
+	str("specversion", &e.SpecVersion)
+	str("id", &e.ID)
+	str("source", &e.Source)
+	str("type", &e.Type)
+	str("subject", &e.Subject)
+	str("datacontenttype", &e.DataContentType)
+	str("dataschema", &e.DataSchema)
+	var ts string
+	str("time", &ts)
+	if ts != "" {
+		t, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			errs = append(errs, &AttributeError{Name: "time", Message: "must be an RFC 3339 timestamp"})
+		} else {
+			e.Time = t
+		}
+	}
+	if d, ok := raw["data"]; ok {
+		e.Data = append(json.RawMessage(nil), d...)
+	}
+	if d, ok := raw["data_base64"]; ok && string(d) != "null" {
+		var s string
+		if err := json.Unmarshal(d, &s); err != nil {
+			errs = append(errs, &AttributeError{Name: "data_base64", Message: "must be a base64 string"})
+		} else if bin, err := base64.StdEncoding.DecodeString(s); err != nil {
+			errs = append(errs, &AttributeError{Name: "data_base64", Message: "must be valid base64"})
+		} else {
+			e.DataBase64 = bin
+		}
+		if e.Data != nil {
+			errs = append(errs, &AttributeError{Name: "data_base64", Message: "must not be present together with data"})
+		}
+	}
+	for k, v := range raw {
+		if reserved[k] {
+			continue
+		}
+		val, err := decodeExtension(v)
+		if err != nil {
+			errs = append(errs, &AttributeError{Name: k, Message: err.Error()})
+			continue
+		}
+		if val == nil {
+			continue
+		}
+		if e.Extensions == nil {
+			e.Extensions = make(map[string]any, len(raw))
+		}
+		e.Extensions[k] = val
+	}
+	return errors.Join(errs...)
+}
+
+func decodeExtension(v json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	var val any
+	if err := dec.Decode(&val); err != nil {
+		return nil, fmt.Errorf("invalid value: %w", err)
+	}
+	switch val.(type) {
+	case nil, string, bool, json.Number:
+		return val, nil
+	default:
+		return nil, errors.New("extension values must be a string, number or boolean")
+	}
+}
+
+// AttributeError is a problem with one attribute of an event.
+type AttributeError struct {
+	// Name is the attribute's name, which is also its JSON pointer below the
+	// event ("/" + Name).
+	Name string
+	// Message says what is wrong, for a person.
+	Message string
+}
+
+func (e *AttributeError) Error() string { return e.Name + ": " + e.Message }
+
+// Validate checks the envelope rules of CloudEvents 1.0 that the gateway
+// enforces: specversion "1.0", non-empty id, source and type, extension names
+// of lower-case letters and digits. It returns every problem found, joined;
+// each is an *AttributeError.
+func (e *Event) Validate() error {
+	var errs []error
+	switch {
+	case e.SpecVersion == "":
+		errs = append(errs, &AttributeError{Name: "specversion", Message: "is required"})
+	case e.SpecVersion != SpecVersion:
+		errs = append(errs, &AttributeError{Name: "specversion", Message: `must be "1.0"`})
+	}
+	for _, a := range []struct{ name, v string }{{"id", e.ID}, {"source", e.Source}, {"type", e.Type}} {
+		if strings.TrimSpace(a.v) == "" {
+			errs = append(errs, &AttributeError{Name: a.name, Message: "is required and must be a non-empty string"})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.Extensions)) {
+		if !validExtensionName(k) {
+			errs = append(errs, &AttributeError{Name: k, Message: "extension names must be lower-case letters and digits"})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validExtensionName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,145 @@
+package dispatch
+
+import (
+	"time"
+)
+
+// Kind says where a job comes from.
+type Kind string
+
+// Job kinds.
+const (
+	// KindEvent is a job created by an ingested event matching a subscription.
+	KindEvent Kind = "EVENT"
+	// KindTask is a job posted directly to POST /api/dispatch-jobs.
+	KindTask Kind = "TASK"
+)
+
+// Mode is a subscription's dispatch mode: how jobs of one message group are
+// ordered.
+type Mode string
+
+// Dispatch modes (API.md §6).
+const (
+	// ModeImmediate runs jobs in parallel with no ordering.
+	ModeImmediate Mode = "IMMEDIATE"
+	// ModeNextOnError starts first attempts of a group in ingest order, one
+	// in flight at a time; a failing job leaves the line and retries later.
+	ModeNextOnError Mode = "NEXT_ON_ERROR"
+	// ModeBlockOnError delivers a job only after every earlier job of its
+	// group is COMPLETED or CANCELLED.
+	ModeBlockOnError Mode = "BLOCK_ON_ERROR"
+)
+
+// Valid reports whether m is a known mode.
+func (m Mode) Valid() bool {
+	return m == ModeImmediate || m == ModeNextOnError || m == ModeBlockOnError
+}
+
+// Ordered reports whether jobs of one message group are delivered one at a
+// time in order under m.
+func (m Mode) Ordered() bool { return m == ModeNextOnError || m == ModeBlockOnError }
+
+// Delivery says whether the gateway pushes a job to its target or a worker
+// pulls it (API.md §10).
+type Delivery string
+
+// Delivery kinds.
+const (
+	DeliveryPush Delivery = "push"
+	DeliveryPull Delivery = "pull"
+)
+
+// Job is one delivery of one event to one subscription (KindEvent), or one
+// directly posted payload (KindTask). Its JSON form is the API's.
+type Job struct {
+	ID             string `json:"id"`
+	Kind           Kind   `json:"kind"`
+	Code           string `json:"code"`
+	Subject        string `json:"subject,omitempty"`
+	EventID        string `json:"eventId,omitempty"`
+	SubscriptionID string `json:"subscriptionId,omitempty"`
+	// Subscription is the subscription's code.
+	Subscription   string            `json:"subscription,omitempty"`
+	CorrelationID  string            `json:"correlationId,omitempty"`
+	TargetURL      string            `json:"targetUrl,omitempty"`
+	Mode           Mode              `json:"mode"`
+	Delivery       Delivery          `json:"delivery,omitempty"`
+	MessageGroup   string            `json:"messageGroup,omitempty"`
+	DispatchPoolID string            `json:"dispatchPoolId,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	TimeoutSeconds int               `json:"timeoutSeconds"`
+	MaxAgeSeconds  int               `json:"maxAgeSeconds"`
+	DataOnly       bool              `json:"dataOnly,omitempty"`
+	Retry          Retry             `json:"retry"`
+	// Payload is a TASK job's webhook body (JSON).
+	Payload []byte `json:"payload,omitempty"`
+	// Secret signs a TASK job's deliveries (EVENT jobs use their
+	// subscription's secrets). Never shown by the API after creation.
+	Secret string `json:"-"`
+
+	Status        Status     `json:"status"`
+	AttemptCount  int        `json:"attemptCount"`
+	MaxAttempts   int        `json:"maxAttempts"`
+	NextAttemptAt *time.Time `json:"nextAttemptAt"`
+	LastError     *string    `json:"lastError"`
+	// BlockedBy is the id of the failing job holding this job back in a
+	// BLOCK_ON_ERROR group, empty when not blocked.
+	BlockedBy string `json:"blockedBy,omitempty"`
+	// Worker is the claimant while IN_PROGRESS.
+	Worker         string     `json:"worker,omitempty"`
+	LeaseExpiresAt *time.Time `json:"leaseExpiresAt,omitempty"`
+	Attempts       []Attempt  `json:"attempts"`
+
+	CreatedAt   time.Time  `json:"createdAt"`
+	UpdatedAt   time.Time  `json:"updatedAt"`
+	CompletedAt *time.Time `json:"completedAt"`
+
+	// Version counts the writes of the job; the store refuses an update
+	// whose expected version is not the stored one (optimistic locking).
+	Version int64 `json:"-"`
+}
+
+// Attempt is one entry of a job's audit log: a push delivery attempt, or a
+// pull worker's action.
+type Attempt struct {
+	Attempt      int       `json:"attempt"`
+	Action       string    `json:"action,omitempty"`
+	StartedAt    time.Time `json:"startedAt"`
+	DurationMs   int64     `json:"durationMs"`
+	StatusCode   int       `json:"statusCode,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	ResponseBody string    `json:"responseBody,omitempty"`
+	Worker       string    `json:"worker,omitempty"`
+}
+
+// Pull worker actions recorded in Attempt.Action.
+const (
+	ActionPicked    = "PICKED"
+	ActionCompleted = "COMPLETED"
+	ActionFailed    = "FAILED"
+	ActionAbandoned = "ABANDONED"
+)
+
+// ResponseBodyLimit is how much of a receiver's answer an attempt keeps.
+const ResponseBodyLimit = 1024
+
+// QueueGroup is the queue message group for the job: its message group when
+// its mode orders deliveries, else its own id (so unordered jobs never wait
+// for one another).
+func (j *Job) QueueGroup() string {
+	if j.Mode.Ordered() && j.MessageGroup != "" {
+		return j.MessageGroup
+	}
+	return j.ID
+}
+
+// OrderKey is the key that orders jobs within a message group: ingest order.
+// Event ids are monotonic, so an EVENT job sorts by its event's id; a TASK
+// job by its own (also monotonic) id.
+func (j *Job) OrderKey() string {
+	if j.EventID != "" {
+		return j.EventID
+	}
+	return j.ID
+}

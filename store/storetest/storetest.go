@@ -1,0 +1,29 @@
+// Package storetest is the conformance suite every storage adapter passes.
+// An adapter's test calls [Run] with a function that returns a fresh, empty
+// store in its own namespace (a new SQLite file, a new Mongo database), so
+// every subtest can run in parallel.
+package storetest
+
+import (
+	"context"
+
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/stream"
+	"github.com/hooklane/hooklane/subscription"
+)
+
+// Store is every storage port together: what an adapter implements.
+type Store interface {
+	ingest.Store
+	dispatch.Store
+	dispatch.PoolStore
+	subscription.Store
+	schema.Store
+	stream.Store
+	// Ping reports whether the database is reachable.
+	Ping(ctx context.Context) error
+	// Close releases the store's resources.
+	Close() error
+}

@@ -1,0 +1,98 @@
+// Package stream holds the status events every job transition and accepted
+// event produce, their storage port, and the Server-Sent Events hub that
+// publishes them.
+package stream
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/hooklane/hooklane/cloudevent"
+)
+
+// Status event types, the `type` of the CloudEvent a client receives.
+const (
+	TypeEventAccepted      = "event.accepted"
+	TypeDispatchCreated    = "dispatch.created"
+	TypeDispatchQueued     = "dispatch.queued"
+	TypeDispatchStarted    = "dispatch.started"
+	TypeDispatchCompleted  = "dispatch.completed"
+	TypeDispatchFailed     = "dispatch.failed"
+	TypeDispatchDiscarded  = "dispatch.discarded"
+	TypeDispatchCancelled  = "dispatch.cancelled"
+	TypeDispatchBlocked    = "dispatch.blocked"
+	TypeDispatchPending    = "dispatch.pending"
+	statusEventSource      = "/hooklane"
+	statusEventSpecVersion = cloudevent.SpecVersion
+)
+
+// Event is one status event: a state change of a job, or an accepted event.
+type Event struct {
+	// ID is a ULID, the SSE id and the Last-Event-ID to resume after.
+	ID string
+	// Type is one of the Type* constants.
+	Type string
+	// Time is when the change happened.
+	Time time.Time
+	// Subject is the job id (dispatch.*) or the gateway event id
+	// (event.accepted).
+	Subject string
+	// Data is the payload.
+	Data Data
+}
+
+// Data is the data member of a status event. Fields that do not apply are
+// omitted.
+type Data struct {
+	JobID         string     `json:"jobId,omitempty"`
+	EventID       string     `json:"eventId,omitempty"`
+	EventType     string     `json:"eventType,omitempty"`
+	Subscription  string     `json:"subscription,omitempty"`
+	Subscriptions []string   `json:"subscriptions,omitempty"`
+	Status        string     `json:"status,omitempty"`
+	Attempt       int        `json:"attempt,omitempty"`
+	StatusCode    int        `json:"statusCode,omitempty"`
+	DurationMs    int64      `json:"durationMs,omitempty"`
+	Error         string     `json:"error,omitempty"`
+	MessageGroup  string     `json:"messageGroup,omitempty"`
+	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
+	BlockedBy     string     `json:"blockedBy,omitempty"`
+	Worker        string     `json:"worker,omitempty"`
+}
+
+// MarshalJSON renders the data with timestamps in the gateway's format.
+func (d Data) MarshalJSON() ([]byte, error) {
+	type plain Data
+	out := struct {
+		plain
+		NextAttemptAt string `json:"nextAttemptAt,omitempty"`
+	}{plain: plain(d)}
+	if d.NextAttemptAt != nil {
+		out.NextAttemptAt = cloudevent.FormatTime(*d.NextAttemptAt)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, err //nolint:wrapcheck // plain struct, cannot fail
+	}
+	return b, nil
+}
+
+// CloudEvent renders the status event as the CloudEvent a stream client
+// receives.
+func (e *Event) CloudEvent() ([]byte, error) {
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return nil, err //nolint:wrapcheck // plain struct, cannot fail
+	}
+	ce := cloudevent.Event{
+		SpecVersion:     statusEventSpecVersion,
+		ID:              e.ID,
+		Source:          statusEventSource,
+		Type:            e.Type,
+		Subject:         e.Subject,
+		Time:            e.Time,
+		DataContentType: "application/json",
+		Data:            data,
+	}
+	return ce.MarshalJSON()
+}
