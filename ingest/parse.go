@@ -1,0 +1,320 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hooklane/hooklane/cloudevent"
+)
+
+// Content types of the CloudEvents HTTP binding.
+const (
+	ContentTypeStructured = "application/cloudevents+json"
+	ContentTypeBatch      = "application/cloudevents-batch+json"
+	contentTypeJSON       = "application/json"
+)
+
+// Mode is the CloudEvents HTTP content mode of a request.
+type Mode int
+
+// Content modes.
+const (
+	ModeStructured Mode = iota + 1
+	ModeBatch
+	ModeBinary
+)
+
+// Limits bound what one ingest request may carry.
+type Limits struct {
+	// MaxEventBytes is the largest single event (its JSON, or its binary
+	// body). Default 1 MiB.
+	MaxEventBytes int64
+	// MaxRequestBytes is the largest request body. Default 10 MiB.
+	MaxRequestBytes int64
+	// MaxBatch is the most events in one batch. Default 1000.
+	MaxBatch int
+}
+
+// Limit defaults (API.md §9).
+const (
+	MaxEventBytesDefault   = 1 << 20
+	MaxRequestBytesDefault = 10 << 20
+	MaxBatchDefault        = 1000
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxEventBytes <= 0 {
+		l.MaxEventBytes = MaxEventBytesDefault
+	}
+	if l.MaxRequestBytes <= 0 {
+		l.MaxRequestBytes = MaxRequestBytesDefault
+	}
+	if l.MaxBatch <= 0 {
+		l.MaxBatch = MaxBatchDefault
+	}
+	return l
+}
+
+// Request is a parsed ingest request: one event, or a batch.
+type Request struct {
+	Mode   Mode
+	Events []cloudevent.Event
+}
+
+// pointer returns the JSON pointer prefix of item i: "" for a single event,
+// "/i" in a batch.
+func (r *Request) pointer(i int) string {
+	if r.Mode == ModeBatch {
+		return "/" + strconv.Itoa(i)
+	}
+	return ""
+}
+
+// DetectMode returns the content mode of a request from its headers, per
+// API.md §1; ok is false when the content type is unsupported (415).
+func DetectMode(h http.Header) (Mode, bool) {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil {
+		mt = ""
+	}
+	switch {
+	case mt == ContentTypeStructured:
+		return ModeStructured, true
+	case mt == ContentTypeBatch:
+		return ModeBatch, true
+	case h.Get("ce-specversion") != "":
+		return ModeBinary, true
+	case mt == contentTypeJSON:
+		return ModeStructured, true
+	}
+	return 0, false
+}
+
+// Parse reads and decodes an ingest request in any of the three content
+// modes. It checks the JSON well-formedness, the size limits and each
+// event's envelope (API.md §1 steps 1 and 2). It returns an *Error for bad
+// input and a plain error only when reading the body fails.
+func Parse(r *http.Request, limits Limits) (*Request, error) {
+	limits = limits.withDefaults()
+	mode, ok := DetectMode(r.Header)
+	if !ok {
+		return nil, &Error{
+			Status: http.StatusUnsupportedMediaType, Title: "Unsupported Media Type",
+			Detail: fmt.Sprintf("content type %q is not a CloudEvents mode: use %s, %s, %s, or binary mode with ce-* headers",
+				r.Header.Get("Content-Type"), ContentTypeStructured, ContentTypeBatch, contentTypeJSON),
+		}
+	}
+	if r.ContentLength > limits.MaxRequestBytes {
+		return nil, tooLarge(fmt.Sprintf("the request body exceeds %d bytes", limits.MaxRequestBytes))
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limits.MaxRequestBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read request body: %w", err)
+	}
+	if int64(len(body)) > limits.MaxRequestBytes {
+		return nil, tooLarge(fmt.Sprintf("the request body exceeds %d bytes", limits.MaxRequestBytes))
+	}
+	req := &Request{Mode: mode}
+	switch mode {
+	case ModeStructured:
+		if int64(len(body)) > limits.MaxEventBytes {
+			return nil, tooLarge(fmt.Sprintf("the event exceeds %d bytes", limits.MaxEventBytes))
+		}
+		ev, perr := decodeStructured(body, "")
+		if perr != nil {
+			return nil, perr
+		}
+		req.Events = []cloudevent.Event{ev}
+	case ModeBatch:
+		events, perr := decodeBatch(body, limits)
+		if perr != nil {
+			return nil, perr
+		}
+		req.Events = events
+	case ModeBinary:
+		if int64(len(body)) > limits.MaxEventBytes {
+			return nil, tooLarge(fmt.Sprintf("the event exceeds %d bytes", limits.MaxEventBytes))
+		}
+		ev, perr := decodeBinary(r.Header, body)
+		if perr != nil {
+			return nil, perr
+		}
+		req.Events = []cloudevent.Event{ev}
+	}
+	return req, nil
+}
+
+func decodeStructured(body []byte, prefix string) (cloudevent.Event, *Error) {
+	var ev cloudevent.Event
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		if !json.Valid(trimmed) {
+			return ev, badRequest("the body is not well-formed JSON", Violation{Pointer: prefix, Message: "malformed JSON"})
+		}
+		return ev, badRequest("a structured-mode event must be a JSON object", Violation{Pointer: prefix, Message: "must be a JSON object"})
+	}
+	if !json.Valid(trimmed) {
+		return ev, badRequest("the body is not well-formed JSON", Violation{Pointer: prefix, Message: "malformed JSON: " + syntaxError(trimmed)})
+	}
+	if err := ev.UnmarshalJSON(trimmed); err != nil {
+		return ev, envelopeError(err, prefix)
+	}
+	if err := ev.Validate(); err != nil {
+		return ev, envelopeError(err, prefix)
+	}
+	return ev, nil
+}
+
+func decodeBatch(body []byte, limits Limits) ([]cloudevent.Event, *Error) {
+	trimmed := bytes.TrimSpace(body)
+	if !json.Valid(trimmed) {
+		return nil, badRequest("the body is not well-formed JSON", Violation{Pointer: "", Message: "malformed JSON: " + syntaxError(trimmed)})
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(trimmed, &items); err != nil {
+		return nil, badRequest("a batch must be a JSON array of events", Violation{Pointer: "", Message: "must be a JSON array"})
+	}
+	if len(items) > limits.MaxBatch {
+		return nil, tooLarge(fmt.Sprintf("the batch has %d events, more than the limit of %d", len(items), limits.MaxBatch))
+	}
+	if len(items) == 0 {
+		return nil, badRequest("a batch must hold at least one event", Violation{Pointer: "", Message: "must not be empty"})
+	}
+	events := make([]cloudevent.Event, len(items))
+	var violations []Violation
+	var status int
+	for i, raw := range items {
+		prefix := "/" + strconv.Itoa(i)
+		if int64(len(raw)) > limits.MaxEventBytes {
+			return nil, tooLarge(fmt.Sprintf("event %d exceeds %d bytes", i, limits.MaxEventBytes),
+				Violation{Pointer: prefix, Message: fmt.Sprintf("exceeds %d bytes", limits.MaxEventBytes)})
+		}
+		ev, perr := decodeStructured(raw, prefix)
+		if perr != nil {
+			violations = append(violations, perr.Violations...)
+			status = perr.Status
+			continue
+		}
+		events[i] = ev
+	}
+	if len(violations) > 0 {
+		return nil, &Error{Status: status, Title: "Bad Request", Detail: "the batch holds invalid events; nothing was stored", Violations: violations}
+	}
+	return events, nil
+}
+
+func decodeBinary(h http.Header, body []byte) (cloudevent.Event, *Error) {
+	ev := cloudevent.Event{}
+	var violations []Violation
+	for name, values := range h {
+		lower := strings.ToLower(name)
+		if !strings.HasPrefix(lower, "ce-") || len(values) == 0 {
+			continue
+		}
+		attr := lower[3:]
+		v, err := url.PathUnescape(values[0])
+		if err != nil {
+			v = values[0]
+		}
+		switch attr {
+		case "specversion":
+			ev.SpecVersion = v
+		case "id":
+			ev.ID = v
+		case "source":
+			ev.Source = v
+		case "type":
+			ev.Type = v
+		case "subject":
+			ev.Subject = v
+		case "dataschema":
+			ev.DataSchema = v
+		case "datacontenttype", "data", "data_base64":
+			violations = append(violations, Violation{Pointer: "/" + attr, Message: "is not an attribute header in binary mode"})
+		case "time":
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				violations = append(violations, Violation{Pointer: "/time", Message: "must be an RFC 3339 timestamp"})
+				continue
+			}
+			ev.Time = t
+		default:
+			if ev.Extensions == nil {
+				ev.Extensions = make(map[string]any)
+			}
+			ev.Extensions[attr] = v
+		}
+	}
+	if len(violations) > 0 {
+		return ev, badRequest("the event envelope is invalid", violations...)
+	}
+	ct := h.Get("Content-Type")
+	ev.DataContentType = ct
+	if len(body) > 0 {
+		mt, _, _ := mime.ParseMediaType(ct)
+		switch {
+		case isJSONMediaType(mt) || ct == "":
+			if !json.Valid(body) {
+				return ev, badRequest("the body is not well-formed JSON", Violation{Pointer: "/data", Message: "malformed JSON: " + syntaxError(body)})
+			}
+			ev.Data = append(json.RawMessage(nil), bytes.TrimSpace(body)...)
+		case strings.HasPrefix(mt, "text/"):
+			s, _ := json.Marshal(string(body))
+			ev.Data = s
+		default:
+			ev.DataBase64 = append([]byte(nil), body...)
+		}
+	}
+	if err := ev.Validate(); err != nil {
+		return ev, envelopeError(err, "")
+	}
+	return ev, nil
+}
+
+func isJSONMediaType(mt string) bool {
+	return mt == contentTypeJSON || strings.HasSuffix(mt, "+json") || mt == "text/json"
+}
+
+// envelopeError turns the attribute errors of an event into a 400 with one
+// violation per attribute.
+func envelopeError(err error, prefix string) *Error {
+	var violations []Violation
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok { //nolint:errorlint // walking a join, not matching
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		var ae *cloudevent.AttributeError
+		if errors.As(e, &ae) {
+			violations = append(violations, Violation{Pointer: prefix + "/" + escapePointerToken(ae.Name), Message: ae.Message})
+			continue
+		}
+		violations = append(violations, Violation{Pointer: prefix, Message: e.Error()})
+	}
+	return badRequest("the event is not a valid CloudEvent", violations...)
+}
+
+// syntaxError describes where a JSON document breaks.
+func syntaxError(b []byte) string {
+	var v any
+	err := json.Unmarshal(b, &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s at offset %d", se.Error(), se.Offset)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "invalid JSON"
+}

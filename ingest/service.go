@@ -1,0 +1,299 @@
+// Package ingest accepts CloudEvents: it parses the three HTTP content
+// modes, validates each event, deduplicates it, matches it against the
+// subscriptions, stores it with its dispatch jobs, and hands the jobs to the
+// queue. An event is acknowledged only once it and its jobs are stored.
+package ingest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/stream"
+	"github.com/hooklane/hooklane/subscription"
+)
+
+// Validator checks an event's type and data (API.md §1 steps 3 and 4).
+type Validator interface {
+	Validate(ctx context.Context, ev *cloudevent.Event) (schema.Resolution, error)
+}
+
+// Matcher returns the subscriptions an event matches, in sequence order.
+type Matcher interface {
+	Match(ctx context.Context, ev *cloudevent.Event, version string) ([]*subscription.Subscription, error)
+}
+
+// Enqueuer sends stored QUEUED jobs to the queue.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, jobs []*dispatch.Job) (int, error)
+}
+
+// ServiceStore is what the service needs of the store.
+type ServiceStore interface {
+	EventIngest(ctx context.Context, p *EventIngestParams) ([]EventIngestResult, error)
+	EventGetByID(ctx context.Context, id string) (*StoredEvent, error)
+	EventMarkFannedOut(ctx context.Context, ids []string, at time.Time) error
+	JobInsertMany(ctx context.Context, p *dispatch.JobInsertManyParams) error
+	JobListByEvent(ctx context.Context, eventID string) ([]*dispatch.Job, error)
+}
+
+// Config configures a Service.
+type Config struct {
+	Store     ServiceStore
+	Validator Validator
+	Matcher   Matcher
+	Enqueuer  Enqueuer
+	IDs       *idgen.Generator
+	Logger    *slog.Logger
+	NowFunc   func() time.Time
+}
+
+// Service runs the ingest pipeline.
+type Service struct {
+	cfg Config
+}
+
+// New returns a Service.
+func New(cfg Config) *Service {
+	if cfg.NowFunc == nil {
+		cfg.NowFunc = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg}
+}
+
+// Result is the outcome of one accepted event.
+type Result struct {
+	Event     *StoredEvent
+	Duplicate bool
+	Jobs      []*dispatch.Job
+	// Deprecated is true when the data was validated against a DEPRECATED
+	// schema version.
+	Deprecated bool
+}
+
+// Ingest validates every event of the request (a batch as a whole: one bad
+// item rejects all and nothing is stored), then stores the events with their
+// jobs and queues the jobs. It returns an *Error for input that breaks a
+// rule; any other error means nothing of the request can be confirmed.
+func (s *Service) Ingest(ctx context.Context, req *Request) ([]Result, error) {
+	now := s.cfg.NowFunc().UTC().Truncate(time.Millisecond)
+	results := make([]Result, len(req.Events))
+	items := make([]EventIngestItem, len(req.Events))
+	var violations []Violation
+	for i := range req.Events {
+		ev := &req.Events[i]
+		res, err := s.cfg.Validator.Validate(ctx, ev)
+		if err != nil {
+			var rej *schema.Rejection
+			if !errors.As(err, &rej) {
+				return nil, fmt.Errorf("validate event %d: %w", i, err)
+			}
+			for _, v := range rej.Violations {
+				violations = append(violations, Violation{Pointer: req.pointer(i) + v.Pointer, Message: v.Message})
+			}
+			if len(rej.Violations) == 0 {
+				violations = append(violations, Violation{Pointer: req.pointer(i), Message: rej.Detail})
+			}
+			continue
+		}
+		if len(violations) > 0 {
+			continue // the request fails anyway; only collect violations
+		}
+		if ev.Time.IsZero() {
+			ev.Time = now
+		}
+		stored := &StoredEvent{
+			ID:            s.cfg.IDs.New(),
+			ReceivedAt:    now,
+			DedupKey:      DedupKey(ev),
+			Event:         *ev,
+			SchemaVersion: res.Version,
+		}
+		subs, err := s.cfg.Matcher.Match(ctx, ev, res.Version)
+		if err != nil {
+			return nil, fmt.Errorf("match event %d: %w", i, err)
+		}
+		items[i] = s.buildItem(stored, subs, now)
+		results[i] = Result{Event: stored, Jobs: items[i].Jobs, Deprecated: res.Deprecated}
+	}
+	if len(violations) > 0 {
+		detail := "the event does not satisfy its event type"
+		if req.Mode == ModeBatch {
+			detail = "events of the batch do not satisfy their event types; nothing was stored"
+		}
+		return nil, unprocessable(detail, violations...)
+	}
+	outcomes, err := s.cfg.Store.EventIngest(ctx, &EventIngestParams{Items: items})
+	if err != nil {
+		return nil, fmt.Errorf("store events: %w", err)
+	}
+	var toQueue []*dispatch.Job
+	for i, o := range outcomes {
+		if !o.Duplicate {
+			for _, j := range results[i].Jobs {
+				if j.Status == dispatch.StatusQueued && j.Delivery != dispatch.DeliveryPull {
+					toQueue = append(toQueue, j)
+				}
+			}
+			continue
+		}
+		orig, err := s.cfg.Store.EventGetByID(ctx, o.ExistingID)
+		if err != nil {
+			return nil, fmt.Errorf("get original of duplicate event %d: %w", i, err)
+		}
+		jobs, err := s.cfg.Store.JobListByEvent(ctx, orig.ID)
+		if err != nil {
+			return nil, fmt.Errorf("list jobs of event %s: %w", orig.ID, err)
+		}
+		SortJobs(jobs, nil)
+		results[i] = Result{Event: orig, Duplicate: true, Jobs: jobs}
+	}
+	if len(toQueue) > 0 {
+		if n, err := s.cfg.Enqueuer.Enqueue(ctx, toQueue); n > 0 {
+			s.cfg.Logger.WarnContext(ctx, "jobs left pending after queue send failure", "jobs", n, "error", err)
+		}
+	}
+	return results, nil
+}
+
+// FanOut creates the jobs of a stored event that was not fanned out (a crash
+// between storing it and its jobs): it matches the event again, stores the
+// jobs idempotently, marks the event and queues the jobs. It returns how
+// many jobs it stored.
+func (s *Service) FanOut(ctx context.Context, ev *StoredEvent) (int, error) {
+	now := s.cfg.NowFunc().UTC().Truncate(time.Millisecond)
+	subs, err := s.cfg.Matcher.Match(ctx, &ev.Event, ev.SchemaVersion)
+	if err != nil {
+		return 0, fmt.Errorf("match event %s: %w", ev.ID, err)
+	}
+	item := s.buildItem(ev, subs, now)
+	if err := s.cfg.Store.JobInsertMany(ctx, &dispatch.JobInsertManyParams{Jobs: item.Jobs, Events: item.StatusEvents}); err != nil {
+		return 0, fmt.Errorf("store jobs of event %s: %w", ev.ID, err)
+	}
+	if err := s.cfg.Store.EventMarkFannedOut(ctx, []string{ev.ID}, now); err != nil {
+		return 0, fmt.Errorf("mark event %s fanned out: %w", ev.ID, err)
+	}
+	// Jobs already stored by an earlier try keep their stored state; queue
+	// only what this call wrote as QUEUED, re-read to skip moved ones.
+	stored, err := s.cfg.Store.JobListByEvent(ctx, ev.ID)
+	if err != nil {
+		return 0, fmt.Errorf("list jobs of event %s: %w", ev.ID, err)
+	}
+	var toQueue []*dispatch.Job
+	for _, j := range stored {
+		if j.Status == dispatch.StatusQueued && j.Delivery != dispatch.DeliveryPull && j.AttemptCount == 0 {
+			toQueue = append(toQueue, j)
+		}
+	}
+	SortJobs(toQueue, nil)
+	if _, err := s.cfg.Enqueuer.Enqueue(ctx, toQueue); err != nil {
+		s.cfg.Logger.WarnContext(ctx, "jobs left queued after send failure", "event_id", ev.ID, "error", err)
+	}
+	return len(item.Jobs), nil
+}
+
+// buildItem creates the jobs and status events of an accepted event.
+func (s *Service) buildItem(ev *StoredEvent, subs []*subscription.Subscription, now time.Time) EventIngestItem {
+	codes := make([]string, len(subs))
+	jobs := make([]*dispatch.Job, 0, len(subs))
+	events := make([]stream.Event, 0, 1+2*len(subs))
+	for i, sub := range subs {
+		codes[i] = sub.Code
+	}
+	accepted := stream.Event{
+		ID: s.cfg.IDs.New(), Type: stream.TypeEventAccepted, Time: now, Subject: ev.ID,
+		Data: stream.Data{EventID: ev.ID, EventType: ev.Event.Type, Subscriptions: codes},
+	}
+	events = append(events, accepted)
+	for _, sub := range subs {
+		j := NewJob(ev, sub, now)
+		jobs = append(jobs, j)
+		events = append(events, j.StatusEvent(s.cfg.IDs.New(), stream.TypeDispatchCreated, now))
+		if j.Status == dispatch.StatusQueued {
+			events = append(events, j.StatusEvent(s.cfg.IDs.New(), stream.TypeDispatchQueued, now))
+		}
+	}
+	return EventIngestItem{Event: ev, Jobs: jobs, StatusEvents: events}
+}
+
+// NewJob builds the dispatch job of event ev for subscription sub. Its id is
+// derived from (event, subscription), so building it twice gives the same
+// job.
+func NewJob(ev *StoredEvent, sub *subscription.Subscription, now time.Time) *dispatch.Job {
+	retry := sub.Retry.WithDefaults()
+	j := &dispatch.Job{
+		ID:             idgen.Derived(ev.ReceivedAt, ev.ID, sub.ID),
+		Kind:           dispatch.KindEvent,
+		Code:           ev.Event.Type,
+		Subject:        ev.Event.Subject,
+		EventID:        ev.ID,
+		SubscriptionID: sub.ID,
+		Subscription:   sub.Code,
+		CorrelationID:  ev.Event.Ext(cloudevent.ExtCorrelationID),
+		TargetURL:      sub.Target,
+		Mode:           cmp.Or(sub.Mode, dispatch.ModeImmediate),
+		Delivery:       cmp.Or(sub.Delivery, dispatch.DeliveryPush),
+		MessageGroup:   MessageGroup(sub.Code, &ev.Event),
+		Headers:        sub.Headers,
+		TimeoutSeconds: cmp.Or(sub.TimeoutSeconds, dispatch.TimeoutSecondsDefault),
+		MaxAgeSeconds:  cmp.Or(sub.MaxAgeSeconds, dispatch.MaxAgeSecondsDefault),
+		DataOnly:       sub.DataOnly,
+		Retry:          retry,
+		Status:         dispatch.StatusQueued,
+		MaxAttempts:    retry.MaxAttempts,
+		Attempts:       []dispatch.Attempt{},
+		CreatedAt:      now,
+		UpdatedAt:      now,
+		Version:        1,
+	}
+	if sub.DispatchPoolID != nil {
+		j.DispatchPoolID = *sub.DispatchPoolID
+	}
+	if sub.DelaySeconds > 0 {
+		due := now.Add(time.Duration(sub.DelaySeconds) * time.Second)
+		j.Status = dispatch.StatusPending
+		j.NextAttemptAt = &due
+	}
+	return j
+}
+
+// MessageGroup is a job's message group: "{subscription code}:{event
+// messagegroup}", falling back to the event subject; "" when the event has
+// neither.
+func MessageGroup(subCode string, ev *cloudevent.Event) string {
+	g := cmp.Or(ev.Ext(cloudevent.ExtMessageGroup), ev.Subject)
+	if g == "" {
+		return ""
+	}
+	return subCode + ":" + g
+}
+
+// DedupKey is the deduplication key of an event: its source with its
+// deduplicationid extension, or else with its id.
+func DedupKey(ev *cloudevent.Event) string {
+	return ev.Source + "\x00" + cmp.Or(ev.Ext(cloudevent.ExtDeduplicationID), ev.ID)
+}
+
+// SortJobs orders jobs as responses list them: by subscription sequence
+// (looked up with seq; nil treats all as equal), then subscription code.
+func SortJobs(jobs []*dispatch.Job, seq func(subscriptionID string) int) {
+	slices.SortStableFunc(jobs, func(a, b *dispatch.Job) int {
+		if seq != nil {
+			if c := cmp.Compare(seq(a.SubscriptionID), seq(b.SubscriptionID)); c != 0 {
+				return c
+			}
+		}
+		return cmp.Compare(a.Subscription, b.Subscription)
+	})
+}

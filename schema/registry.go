@@ -1,0 +1,335 @@
+package schema
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/store"
+)
+
+// RefreshIntervalDefault is how often the registry asks the store whether
+// another instance changed an event type.
+const RefreshIntervalDefault = time.Second
+
+// RegistryStore is what the Registry needs of the store.
+type RegistryStore interface {
+	EventTypeGet(ctx context.Context, code string) (*EventType, error)
+	EventTypeGeneration(ctx context.Context) (int64, error)
+}
+
+// RegistryConfig configures a Registry.
+type RegistryConfig struct {
+	Store RegistryStore
+	// AllowUnknownTypes accepts events of unregistered types (their data is
+	// not validated). Default false.
+	AllowUnknownTypes bool
+	// RefreshInterval bounds how stale the cache may be for changes made by
+	// other instances. Default 1 s.
+	RefreshInterval time.Duration
+	Logger          *slog.Logger
+	NowFunc         func() time.Time
+}
+
+// Registry resolves and validates event data against the versioned schemas
+// of event types (API.md §1 steps 3 and 4). It caches types and compiled
+// schemas; Invalidate drops the cache at once, and a change made on another
+// instance is seen within RefreshInterval.
+type Registry struct {
+	cfg RegistryConfig
+
+	mu        sync.Mutex
+	types     map[string]*cachedType
+	gen       int64
+	checkedAt time.Time
+}
+
+type cachedType struct {
+	t        *EventType // nil when the type does not exist
+	compiled map[string]*jsonschema.Schema
+}
+
+// Resolution is the outcome of a successful validation.
+type Resolution struct {
+	// Version is the schema version the data was validated against, "" when
+	// the type has no versions (or is unknown and allowed).
+	Version string
+	// Deprecated is true when that version is DEPRECATED.
+	Deprecated bool
+}
+
+// Rejection is returned when an event breaks a schema rule; the API
+// answers it with 422. Pointers address the event in structured form.
+type Rejection struct {
+	Detail     string
+	Violations []Violation
+}
+
+// Violation is one schema problem at a JSON pointer.
+type Violation struct {
+	Pointer string
+	Message string
+}
+
+func (r *Rejection) Error() string { return r.Detail }
+
+// NewRegistry returns a registry.
+func NewRegistry(cfg RegistryConfig) *Registry {
+	if cfg.RefreshInterval <= 0 {
+		cfg.RefreshInterval = RefreshIntervalDefault
+	}
+	if cfg.NowFunc == nil {
+		cfg.NowFunc = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Registry{cfg: cfg, types: make(map[string]*cachedType)}
+}
+
+// Invalidate drops every cached type, so the next validation reads the
+// store. The instance that changes a type calls it.
+func (r *Registry) Invalidate() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.types)
+}
+
+// Validate checks that ev's type is registered and CURRENT, resolves the
+// schema version its data uses, and validates the data. It returns a
+// *Rejection for an event that breaks a rule, and other errors for store
+// failures.
+func (r *Registry) Validate(ctx context.Context, ev *cloudevent.Event) (Resolution, error) {
+	ct, err := r.lookup(ctx, ev.Type)
+	if err != nil {
+		return Resolution{}, err
+	}
+	if ct.t == nil {
+		if r.cfg.AllowUnknownTypes {
+			return Resolution{}, nil
+		}
+		return Resolution{}, &Rejection{
+			Detail:     fmt.Sprintf("event type %q is not registered", ev.Type),
+			Violations: []Violation{{Pointer: "/type", Message: "is not a registered event type"}},
+		}
+	}
+	if ct.t.Status != TypeCurrent {
+		return Resolution{}, &Rejection{
+			Detail:     fmt.Sprintf("event type %q is %s and accepts no events", ev.Type, ct.t.Status),
+			Violations: []Violation{{Pointer: "/type", Message: "event type is " + string(ct.t.Status)}},
+		}
+	}
+	v, rej := resolveVersion(ct.t, ev.Ext(cloudevent.ExtDataVersion))
+	if rej != nil {
+		return Resolution{}, rej
+	}
+	if v == nil {
+		return Resolution{}, nil
+	}
+	res := Resolution{Version: v.Version, Deprecated: v.Status == VersionDeprecated}
+	sch, err := r.compiled(ct, v)
+	if err != nil {
+		return Resolution{}, err
+	}
+	if sch == nil {
+		return res, nil
+	}
+	if err := validateData(sch, ev); err != nil {
+		return Resolution{}, err
+	}
+	return res, nil
+}
+
+func (r *Registry) lookup(ctx context.Context, code string) (*cachedType, error) {
+	r.mu.Lock()
+	now := r.cfg.NowFunc()
+	if now.Sub(r.checkedAt) >= r.cfg.RefreshInterval {
+		r.mu.Unlock()
+		gen, err := r.cfg.Store.EventTypeGeneration(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read event type generation: %w", err)
+		}
+		r.mu.Lock()
+		r.checkedAt = now
+		if gen != r.gen {
+			r.gen = gen
+			clear(r.types)
+		}
+	}
+	ct, ok := r.types[code]
+	r.mu.Unlock()
+	if ok {
+		return ct, nil
+	}
+	t, err := r.cfg.Store.EventTypeGet(ctx, code)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		t = nil
+	case err != nil:
+		return nil, fmt.Errorf("get event type %s: %w", code, err)
+	}
+	ct = &cachedType{t: t, compiled: make(map[string]*jsonschema.Schema)}
+	r.mu.Lock()
+	r.types[code] = ct
+	r.mu.Unlock()
+	return ct, nil
+}
+
+// resolveVersion applies API.md §1 step 4's version choice. It returns nil
+// (and no rejection) when the type has no versions.
+func resolveVersion(t *EventType, requested string) (*Version, *Rejection) {
+	if len(t.Versions) == 0 {
+		return nil, nil
+	}
+	if requested != "" {
+		for i := range t.Versions {
+			if t.Versions[i].Version == requested {
+				return &t.Versions[i], nil
+			}
+		}
+		return nil, &Rejection{
+			Detail:     fmt.Sprintf("event type %q has no schema version %q", t.Code, requested),
+			Violations: []Violation{{Pointer: "/dataversion", Message: "unknown schema version " + strconv.Quote(requested)}},
+		}
+	}
+	var newest *Version
+	for i := range t.Versions {
+		v := &t.Versions[i]
+		if v.Status == VersionCurrent && (newest == nil || CompareVersions(v.Version, newest.Version) > 0) {
+			newest = v
+		}
+	}
+	if newest == nil {
+		return nil, &Rejection{
+			Detail:     fmt.Sprintf("event type %q has no CURRENT schema version: name one with the dataversion extension", t.Code),
+			Violations: []Violation{{Pointer: "/dataversion", Message: "is required: the type has no CURRENT version"}},
+		}
+	}
+	return newest, nil
+}
+
+// CompareVersions compares two MAJOR.MINOR versions numerically.
+func CompareVersions(a, b string) int {
+	pa, pb := strings.SplitN(a, ".", 2), strings.SplitN(b, ".", 2)
+	for i := range 2 {
+		var x, y int
+		if i < len(pa) {
+			x, _ = strconv.Atoi(pa[i])
+		}
+		if i < len(pb) {
+			y, _ = strconv.Atoi(pb[i])
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+func (r *Registry) compiled(ct *cachedType, v *Version) (*jsonschema.Schema, error) {
+	if len(v.Schema) == 0 {
+		return nil, nil
+	}
+	r.mu.Lock()
+	sch, ok := ct.compiled[v.Version]
+	r.mu.Unlock()
+	if ok {
+		return sch, nil
+	}
+	sch, err := Compile(ct.t.Code, v.Version, v.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("compile schema %s %s: %w", ct.t.Code, v.Version, err)
+	}
+	r.mu.Lock()
+	ct.compiled[v.Version] = sch
+	r.mu.Unlock()
+	return sch, nil
+}
+
+// Compile compiles a JSON Schema (draft 2020-12 by default; draft-07 when
+// its $schema says so) with format assertions on.
+func Compile(code, version string, raw []byte) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parse schema: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	url := "mem:///" + code + "/" + version + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("add schema: %w", err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("compile: %w", err)
+	}
+	return sch, nil
+}
+
+func validateData(sch *jsonschema.Schema, ev *cloudevent.Event) error {
+	if ev.Data == nil {
+		if ev.DataBase64 != nil {
+			return &Rejection{
+				Detail:     "the event's data is binary but its type has a JSON Schema",
+				Violations: []Violation{{Pointer: "/data_base64", Message: "data must be JSON for this event type"}},
+			}
+		}
+	}
+	var inst any
+	if ev.Data != nil {
+		var err error
+		inst, err = jsonschema.UnmarshalJSON(bytes.NewReader(ev.Data))
+		if err != nil {
+			return &Rejection{Detail: "the event's data is not valid JSON", Violations: []Violation{{Pointer: "/data", Message: err.Error()}}}
+		}
+	}
+	err := sch.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return fmt.Errorf("validate data: %w", err)
+	}
+	p := message.NewPrinter(language.English)
+	var violations []Violation
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			violations = append(violations, Violation{Pointer: DataPointer(e.InstanceLocation), Message: e.ErrorKind.LocalizedString(p)})
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	slices.SortStableFunc(violations, func(a, b Violation) int { return strings.Compare(a.Pointer, b.Pointer) })
+	return &Rejection{Detail: "the event's data does not match the schema of its type", Violations: violations}
+}
+
+// DataPointer returns the JSON pointer of an instance location below /data.
+func DataPointer(loc []string) string {
+	var b strings.Builder
+	b.WriteString("/data")
+	for _, tok := range loc {
+		b.WriteByte('/')
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1"))
+	}
+	return b.String()
+}
