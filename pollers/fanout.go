@@ -1,0 +1,82 @@
+package pollers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hooklane/hooklane/ingest"
+)
+
+// Fan-out recovery defaults.
+const (
+	// FanOutIntervalDefault is the fan-out recovery period.
+	FanOutIntervalDefault = 30 * time.Second
+	// FanOutGraceDefault is how old an event that is not fanned out must be
+	// before recovery takes it over from the request still writing it.
+	FanOutGraceDefault = 30 * time.Second
+)
+
+// FanOutStore is what fan-out recovery needs of the store.
+type FanOutStore interface {
+	EventListNotFannedOut(ctx context.Context, p *ingest.EventListNotFannedOutParams) ([]*ingest.StoredEvent, error)
+}
+
+// FanOuter creates the jobs of a stored event.
+type FanOuter interface {
+	FanOut(ctx context.Context, ev *ingest.StoredEvent) (int, error)
+}
+
+// FanOutConfig configures FanOut.
+type FanOutConfig struct {
+	Store     FanOutStore
+	FanOuter  FanOuter
+	Interval  time.Duration
+	Grace     time.Duration
+	BatchSize int
+	Logger    *slog.Logger
+	NowFunc   func() time.Time
+}
+
+// FanOut finishes the fan-out of events a crash left stored without their
+// jobs. Job ids are derived from (event, subscription), so finishing a
+// fan-out twice is harmless.
+type FanOut struct {
+	cfg FanOutConfig
+}
+
+// NewFanOut returns the fan-out recovery poller.
+func NewFanOut(cfg FanOutConfig) *FanOut {
+	cfg.Interval = orDefault(cfg.Interval, FanOutIntervalDefault)
+	cfg.Grace = orDefault(cfg.Grace, FanOutGraceDefault)
+	cfg.BatchSize = orDefaultInt(cfg.BatchSize, BatchSizeDefault)
+	cfg.Logger = orLogger(cfg.Logger).With("component", "fanout_poller")
+	cfg.NowFunc = orNow(cfg.NowFunc)
+	return &FanOut{cfg: cfg}
+}
+
+// Run polls until ctx ends.
+func (f *FanOut) Run(ctx context.Context) error {
+	return loop(ctx, f.cfg.Logger, f.cfg.Interval, func(ctx context.Context) (bool, error) {
+		n, err := f.RunOnce(ctx, f.cfg.NowFunc().Add(-f.cfg.Grace))
+		return n == f.cfg.BatchSize, err
+	})
+}
+
+// RunOnce fans out the events received before `before` that are not fanned
+// out, and returns how many events it handled.
+func (f *FanOut) RunOnce(ctx context.Context, before time.Time) (int, error) {
+	events, err := f.cfg.Store.EventListNotFannedOut(ctx, &ingest.EventListNotFannedOutParams{ReceivedBefore: before, Limit: f.cfg.BatchSize})
+	if err != nil {
+		return 0, fmt.Errorf("list events not fanned out: %w", err)
+	}
+	for i, ev := range events {
+		jobs, err := f.cfg.FanOuter.FanOut(ctx, ev)
+		if err != nil {
+			return i, fmt.Errorf("fan out event %s: %w", ev.ID, err)
+		}
+		f.cfg.Logger.InfoContext(ctx, "finished interrupted fan-out", "event_id", ev.ID, "jobs", jobs)
+	}
+	return len(events), nil
+}

@@ -1,0 +1,39 @@
+package subscription
+
+import (
+	"encoding/json"
+
+	"github.com/hooklane/hooklane/cloudevent"
+)
+
+// MarshalJSON renders the subscription in the API's form, timestamps in the
+// gateway's format and empty lists as [] (never null).
+func (s Subscription) MarshalJSON() ([]byte, error) {
+	type plain Subscription
+	p := plain(s)
+	if p.EventTypes == nil {
+		p.EventTypes = []Binding{}
+	}
+	if p.Filters == nil {
+		p.Filters = []Filter{}
+	}
+	if p.Headers == nil {
+		p.Headers = map[string]string{}
+	}
+	if p.CustomConfig == nil {
+		p.CustomConfig = []KeyValue{}
+	}
+	return json.Marshal(struct { //nolint:wrapcheck // plain data
+		plain
+		CreatedAt cloudevent.Timestamp `json:"createdAt"`
+		UpdatedAt cloudevent.Timestamp `json:"updatedAt"`
+	}{plain: p, CreatedAt: cloudevent.Timestamp(s.CreatedAt), UpdatedAt: cloudevent.Timestamp(s.UpdatedAt)})
+}
+
+// MarshalJSON renders the secret with its expiry in the gateway's format.
+func (s Secret) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct { //nolint:wrapcheck // plain data
+		Value     string                `json:"secret"`
+		ExpiresAt *cloudevent.Timestamp `json:"expiresAt"`
+	}{Value: s.Value, ExpiresAt: cloudevent.TimestampPtr(s.ExpiresAt)})
+}
