@@ -14,6 +14,7 @@ import (
 // original was deleted), while a new DedupID with the same body is enqueued.
 func testDedupSuppressesResend(t *testing.T, s *suite) {
 	q := s.newQueue(t)
+	sentAt := time.Now()
 	orig := queue.OutMessage{Group: "a", DedupID: "d1", Body: []byte("x")}
 	dup := queue.OutMessage{Group: "a", DedupID: "d1", Body: []byte("x-dup")}
 	fresh := queue.OutMessage{Group: "a", DedupID: "d2", Body: []byte("x")}
@@ -24,15 +25,17 @@ func testDedupSuppressesResend(t *testing.T, s *suite) {
 	first := s.receiveSome(t, q, 1, longVisibility)
 	require.Equal(t, "x", string(first[0].Body))
 	require.NoError(t, q.Delete(t.Context(), first[0].ReceiptHandle))
+	// Deleting the original does not end its dedup window. Skipped if the
+	// window may have passed, for adapters configured with a short one.
+	if s.f.DedupWindow <= 0 || time.Since(sentAt) < s.f.DedupWindow/2 {
+		send(t, q, dup)
+	}
+
 	second := s.receiveSome(t, q, 1, longVisibility)
 	require.Equal(t, "x", string(second[0].Body))
 	require.NotEqual(t, first[0].ID, second[0].ID)
 	require.NoError(t, q.Delete(t.Context(), second[0].ReceiptHandle))
 	s.expectNone(t, q, s.f.pollWait())
-
-	// Deleting the original does not end its dedup window.
-	send(t, q, dup)
-	s.expectNone(t, q, 0)
 }
 
 // testDedupExpires requires a DedupID to be accepted again once the window
