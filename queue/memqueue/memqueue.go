@@ -61,6 +61,8 @@ type Stats struct {
 	Groups int
 	// DedupIDs is the number of DedupIDs remembered for deduplication.
 	DedupIDs int
+	// Waiters is the number of Receive calls long-polling right now.
+	Waiters int
 }
 
 // dedupEntry records when a DedupID stops suppressing resends. Entries are
@@ -127,7 +129,7 @@ func (q *Queue) Stats() Stats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.expireLocked(q.cfg.NowFunc())
-	return Stats{Messages: q.messages, InFlight: len(q.inFlight), Groups: len(q.groups), DedupIDs: len(q.dedup)}
+	return Stats{Messages: q.messages, InFlight: len(q.inFlight), Groups: len(q.groups), DedupIDs: len(q.dedup), Waiters: q.waiters.n}
 }
 
 // Ping reports queue.ErrClosed after Close, nil before.
