@@ -1,0 +1,114 @@
+package mongostore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/hooklane/hooklane/store"
+)
+
+// guardStaleAfter is how old a write guard must be before another writer may
+// take it over. A guard lives for one ReplaceOne (milliseconds); one this old
+// was left by a process that died holding it.
+const guardStaleAfter = 30 * time.Second
+
+// guardReleaseTimeout bounds the deletion of a guard, which runs even when
+// the caller's ctx is cancelled.
+const guardReleaseTimeout = 5 * time.Second
+
+// guardDoc is a write guard: while it exists, one writer is moving one
+// document from one version to the next.
+type guardDoc struct {
+	// ID is "<collection>/<document id>@<new version>".
+	ID        string    `bson:"_id"`
+	CreatedAt time.Time `bson:"createdAt"`
+}
+
+// replaceVersioned replaces document id of c with doc when its versionField
+// equals expected: the optimistic lock of JobUpdate and EventTypeUpdate. It
+// returns store.ErrConflict when the stored version differs (or another
+// writer is moving it from the same version right now) and store.ErrNotFound
+// when the document is gone.
+//
+// On MongoDB the filtered ReplaceOne alone is atomic. FerretDB v1 runs it as
+// a read followed by an unconditional write, so two writers holding the same
+// version could both succeed. The adapter therefore first takes a guard, a
+// document whose _id names the version step: a unique _id insert is atomic
+// on every server, so only one writer per step gets past it. The guard is
+// deleted after the replace; one left behind by a crash is taken over once
+// stale (guardStaleAfter).
+func (s *Store) replaceVersioned(ctx context.Context, c *mongo.Collection, id, versionField string, expected int64, doc any) error {
+	key := fmt.Sprintf("%s/%s@%d", c.Name(), id, expected+1)
+	acquired, err := s.acquireGuard(ctx, key)
+	if err != nil {
+		return err
+	}
+	if !acquired {
+		return s.missingOr(ctx, c, id, store.ErrConflict)
+	}
+	defer s.releaseGuard(ctx, key)
+	res, err := c.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: versionField, Value: expected}}, doc)
+	if err != nil {
+		return translate(ctx, err)
+	}
+	if res.MatchedCount == 0 {
+		return s.missingOr(ctx, c, id, store.ErrConflict)
+	}
+	return nil
+}
+
+// acquireGuard inserts the guard key; false when a live writer holds it.
+func (s *Store) acquireGuard(ctx context.Context, key string) (bool, error) {
+	now := ms(s.nowFunc())
+	for range 2 {
+		_, err := s.guards.InsertOne(ctx, guardDoc{ID: key, CreatedAt: now})
+		if err == nil {
+			return true, nil
+		}
+		if !mongo.IsDuplicateKeyError(err) {
+			return false, fmt.Errorf("take write guard %s: %w", key, translate(ctx, err))
+		}
+		// Held. Delete it only when stale; the delete is filtered on the
+		// age, so of several writers at most one removes a given guard.
+		res, err := s.guards.DeleteOne(ctx, bson.D{
+			{Key: "_id", Value: key},
+			{Key: "createdAt", Value: bson.D{{Key: "$lt", Value: now.Add(-guardStaleAfter)}}},
+		})
+		if err != nil {
+			return false, fmt.Errorf("take over write guard %s: %w", key, translate(ctx, err))
+		}
+		if res.DeletedCount == 0 {
+			return false, nil
+		}
+		s.logger.WarnContext(ctx, "stale write guard taken over", "guard", key)
+	}
+	return false, nil
+}
+
+// releaseGuard deletes a guard, also when ctx is cancelled: a guard left
+// behind blocks its version step until it is stale.
+func (s *Store) releaseGuard(ctx context.Context, key string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardReleaseTimeout)
+	defer cancel()
+	if _, err := s.guards.DeleteOne(ctx, bson.D{{Key: "_id", Value: key}}); err != nil {
+		s.logger.WarnContext(ctx, "release write guard", "guard", key, "error", err)
+	}
+}
+
+// missingOr returns store.ErrNotFound when document id of c does not exist,
+// else otherwise.
+func (s *Store) missingOr(ctx context.Context, c *mongo.Collection, id string, otherwise error) error {
+	n, err := c.CountDocuments(ctx, bson.D{{Key: "_id", Value: id}}, options.Count().SetLimit(1))
+	switch {
+	case err != nil:
+		return translate(ctx, err)
+	case n == 0:
+		return store.ErrNotFound
+	}
+	return otherwise
+}

@@ -1,0 +1,73 @@
+package mongostore
+
+import (
+	"context"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// asc builds an ascending index key over fields.
+func asc(fields ...string) bson.D {
+	d := make(bson.D, len(fields))
+	for i, f := range fields {
+		d[i] = bson.E{Key: f, Value: 1}
+	}
+	return d
+}
+
+// indexes lists, per collection, the secondary indexes the queries rely on.
+// Every index is named, so creating them again is a no-op.
+//
+// No index is partial, sparse or TTL: FerretDB v1 supports none of them
+// (FerretDB issue #2448), and retention is done by pollers anyway. The
+// not-fanned-out query uses {fannedOutAt, receivedAt} instead: fannedOutAt
+// is stored as null until set, so the equality-to-null prefix confines the
+// scan to the pending events, in receivedAt order.
+func indexes() map[string][]mongo.IndexModel {
+	named := func(name string, keys bson.D) mongo.IndexModel {
+		return mongo.IndexModel{Keys: keys, Options: options.Index().SetName(name)}
+	}
+	unique := func(name string, keys bson.D) mongo.IndexModel {
+		return mongo.IndexModel{Keys: keys, Options: options.Index().SetName(name).SetUnique(true)}
+	}
+	return map[string][]mongo.IndexModel{
+		collEvents: {
+			unique("dedupKey_unique", asc("dedupKey")),
+			named("receivedAt", asc("receivedAt")),
+			named("type", asc("event.type", "_id")),
+			named("fannedOutAt_receivedAt", asc("fannedOutAt", "receivedAt")),
+		},
+		collJobs: {
+			named("status_nextAttemptAt", asc("status", "nextAttemptAt")),
+			named("status_updatedAt", asc("status", "updatedAt")),
+			named("status_leaseExpiresAt", asc("status", "leaseExpiresAt")),
+			named("subscriptionId_messageGroup_orderKey", asc("subscriptionId", "messageGroup", "orderKey")),
+			named("eventId", asc("eventId")),
+			named("createdAt", asc("createdAt")),
+		},
+		collSubscriptions: {
+			unique("clientId_code_unique", asc("clientId", "code")),
+		},
+		collPools: {
+			unique("code_unique", asc("code")),
+		},
+		collStatusEvents: {
+			named("time", asc("time")),
+			named("subject_id", asc("subject", "_id")),
+		},
+	}
+}
+
+// createIndexes creates every index of indexes(); existing ones are left
+// alone. Event types need none: their _id is the code.
+func (s *Store) createIndexes(ctx context.Context) error {
+	for coll, models := range indexes() {
+		if _, err := s.db.Collection(coll).Indexes().CreateMany(ctx, models); err != nil {
+			return fmt.Errorf("create indexes of %s: %w", coll, translate(ctx, err))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+package mongostore
+
+import (
+	"time"
+
+	"github.com/hooklane/hooklane/dispatch"
+)
+
+// jobDoc is a dispatch.Job as stored. Secret and Version, which the API never
+// shows, are stored like every other field; orderKey is stored so that group
+// and due queries can sort on it.
+type jobDoc struct {
+	ID             string            `bson:"_id"`
+	Kind           string            `bson:"kind"`
+	Code           string            `bson:"code"`
+	Subject        string            `bson:"subject"`
+	EventID        string            `bson:"eventId"`
+	SubscriptionID string            `bson:"subscriptionId"`
+	Subscription   string            `bson:"subscription"`
+	CorrelationID  string            `bson:"correlationId"`
+	TargetURL      string            `bson:"targetUrl"`
+	Mode           string            `bson:"mode"`
+	Delivery       string            `bson:"delivery"`
+	MessageGroup   string            `bson:"messageGroup"`
+	OrderKey       string            `bson:"orderKey"`
+	DispatchPoolID string            `bson:"dispatchPoolId"`
+	Headers        map[string]string `bson:"headers"`
+	TimeoutSeconds int               `bson:"timeoutSeconds"`
+	MaxAgeSeconds  int               `bson:"maxAgeSeconds"`
+	DataOnly       bool              `bson:"dataOnly"`
+	Retry          retryDoc          `bson:"retry"`
+	Payload        []byte            `bson:"payload"`
+	Secret         string            `bson:"secret"`
+
+	Status         string       `bson:"status"`
+	AttemptCount   int          `bson:"attemptCount"`
+	MaxAttempts    int          `bson:"maxAttempts"`
+	NextAttemptAt  *time.Time   `bson:"nextAttemptAt"`
+	LastError      *string      `bson:"lastError"`
+	BlockedBy      string       `bson:"blockedBy"`
+	Worker         string       `bson:"worker"`
+	LeaseExpiresAt *time.Time   `bson:"leaseExpiresAt"`
+	Attempts       []attemptDoc `bson:"attempts"`
+
+	CreatedAt   time.Time  `bson:"createdAt"`
+	UpdatedAt   time.Time  `bson:"updatedAt"`
+	CompletedAt *time.Time `bson:"completedAt"`
+	Version     int64      `bson:"version"`
+}
+
+// retryDoc is a dispatch.Retry as stored.
+type retryDoc struct {
+	MaxAttempts           int `bson:"maxAttempts"`
+	InitialBackoffSeconds int `bson:"initialBackoffSeconds"`
+	MaxBackoffSeconds     int `bson:"maxBackoffSeconds"`
+}
+
+// attemptDoc is a dispatch.Attempt as stored.
+type attemptDoc struct {
+	Attempt      int       `bson:"attempt"`
+	Action       string    `bson:"action,omitempty"`
+	StartedAt    time.Time `bson:"startedAt"`
+	DurationMs   int64     `bson:"durationMs"`
+	StatusCode   int       `bson:"statusCode,omitempty"`
+	Error        string    `bson:"error,omitempty"`
+	ResponseBody string    `bson:"responseBody,omitempty"`
+	Worker       string    `bson:"worker,omitempty"`
+}
+
+func toJobDoc(j *dispatch.Job) *jobDoc {
+	d := &jobDoc{
+		ID:             j.ID,
+		Kind:           string(j.Kind),
+		Code:           j.Code,
+		Subject:        j.Subject,
+		EventID:        j.EventID,
+		SubscriptionID: j.SubscriptionID,
+		Subscription:   j.Subscription,
+		CorrelationID:  j.CorrelationID,
+		TargetURL:      j.TargetURL,
+		Mode:           string(j.Mode),
+		Delivery:       string(j.Delivery),
+		MessageGroup:   j.MessageGroup,
+		OrderKey:       j.OrderKey(),
+		DispatchPoolID: j.DispatchPoolID,
+		Headers:        j.Headers,
+		TimeoutSeconds: j.TimeoutSeconds,
+		MaxAgeSeconds:  j.MaxAgeSeconds,
+		DataOnly:       j.DataOnly,
+		Retry: retryDoc{
+			MaxAttempts:           j.Retry.MaxAttempts,
+			InitialBackoffSeconds: j.Retry.InitialBackoffSeconds,
+			MaxBackoffSeconds:     j.Retry.MaxBackoffSeconds,
+		},
+		Payload:        j.Payload,
+		Secret:         j.Secret,
+		Status:         string(j.Status),
+		AttemptCount:   j.AttemptCount,
+		MaxAttempts:    j.MaxAttempts,
+		NextAttemptAt:  msPtr(j.NextAttemptAt),
+		LastError:      j.LastError,
+		BlockedBy:      j.BlockedBy,
+		Worker:         j.Worker,
+		LeaseExpiresAt: msPtr(j.LeaseExpiresAt),
+		CreatedAt:      ms(j.CreatedAt),
+		UpdatedAt:      ms(j.UpdatedAt),
+		CompletedAt:    msPtr(j.CompletedAt),
+		Version:        j.Version,
+	}
+	if j.Attempts != nil {
+		d.Attempts = make([]attemptDoc, len(j.Attempts))
+		for i, a := range j.Attempts {
+			d.Attempts[i] = attemptDoc{
+				Attempt:      a.Attempt,
+				Action:       a.Action,
+				StartedAt:    ms(a.StartedAt),
+				DurationMs:   a.DurationMs,
+				StatusCode:   a.StatusCode,
+				Error:        a.Error,
+				ResponseBody: a.ResponseBody,
+				Worker:       a.Worker,
+			}
+		}
+	}
+	return d
+}
+
+func (d *jobDoc) toDomain() *dispatch.Job {
+	j := &dispatch.Job{
+		ID:             d.ID,
+		Kind:           dispatch.Kind(d.Kind),
+		Code:           d.Code,
+		Subject:        d.Subject,
+		EventID:        d.EventID,
+		SubscriptionID: d.SubscriptionID,
+		Subscription:   d.Subscription,
+		CorrelationID:  d.CorrelationID,
+		TargetURL:      d.TargetURL,
+		Mode:           dispatch.Mode(d.Mode),
+		Delivery:       dispatch.Delivery(d.Delivery),
+		MessageGroup:   d.MessageGroup,
+		DispatchPoolID: d.DispatchPoolID,
+		Headers:        d.Headers,
+		TimeoutSeconds: d.TimeoutSeconds,
+		MaxAgeSeconds:  d.MaxAgeSeconds,
+		DataOnly:       d.DataOnly,
+		Retry: dispatch.Retry{
+			MaxAttempts:           d.Retry.MaxAttempts,
+			InitialBackoffSeconds: d.Retry.InitialBackoffSeconds,
+			MaxBackoffSeconds:     d.Retry.MaxBackoffSeconds,
+		},
+		Payload:        d.Payload,
+		Secret:         d.Secret,
+		Status:         dispatch.Status(d.Status),
+		AttemptCount:   d.AttemptCount,
+		MaxAttempts:    d.MaxAttempts,
+		NextAttemptAt:  utcPtr(d.NextAttemptAt),
+		LastError:      d.LastError,
+		BlockedBy:      d.BlockedBy,
+		Worker:         d.Worker,
+		LeaseExpiresAt: utcPtr(d.LeaseExpiresAt),
+		CreatedAt:      utc(d.CreatedAt),
+		UpdatedAt:      utc(d.UpdatedAt),
+		CompletedAt:    utcPtr(d.CompletedAt),
+		Version:        d.Version,
+	}
+	if d.Attempts != nil {
+		j.Attempts = make([]dispatch.Attempt, len(d.Attempts))
+		for i, a := range d.Attempts {
+			j.Attempts[i] = dispatch.Attempt{
+				Attempt:      a.Attempt,
+				Action:       a.Action,
+				StartedAt:    utc(a.StartedAt),
+				DurationMs:   a.DurationMs,
+				StatusCode:   a.StatusCode,
+				Error:        a.Error,
+				ResponseBody: a.ResponseBody,
+				Worker:       a.Worker,
+			}
+		}
+	}
+	return j
+}
