@@ -1,0 +1,153 @@
+package api
+
+import (
+	"cmp"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/ingest"
+)
+
+// jobRef is a job as an event answer lists it.
+type jobRef struct {
+	ID           string          `json:"id"`
+	Subscription string          `json:"subscription"`
+	Status       dispatch.Status `json:"status"`
+}
+
+// eventView is an event as the API shows it.
+type eventView struct {
+	ID            string               `json:"id"`
+	ReceivedAt    cloudevent.Timestamp `json:"receivedAt"`
+	Duplicate     *bool                `json:"duplicate,omitempty"`
+	SchemaVersion string               `json:"schemaVersion,omitempty"`
+	Event         cloudevent.Event     `json:"event"`
+	DispatchJobs  []jobRef             `json:"dispatchJobs"`
+}
+
+func (s *Server) newEventView(ev *ingest.StoredEvent, jobs []*dispatch.Job) eventView {
+	refs := make([]jobRef, len(jobs))
+	for i, j := range jobs {
+		refs[i] = jobRef{ID: j.ID, Subscription: cmp.Or(j.Subscription, j.Code), Status: j.Status}
+	}
+	return eventView{ID: ev.ID, ReceivedAt: cloudevent.Timestamp(ev.ReceivedAt), SchemaVersion: ev.SchemaVersion, Event: ev.Event, DispatchJobs: refs}
+}
+
+// sequenceOf returns the sequence of a subscription from the matching
+// index, for ordering an event's jobs.
+func (s *Server) sequenceOf(c *gin.Context) func(string) int {
+	ix, err := s.cfg.Subscriptions.Index(c)
+	if err != nil {
+		return nil
+	}
+	return func(id string) int {
+		if sub, ok := ix.ByID(id); ok {
+			return sub.Sequence
+		}
+		return 1 << 30
+	}
+}
+
+func (s *Server) postEvents(c *gin.Context) error {
+	req, err := ingest.Parse(c.Request, s.cfg.Limits)
+	if err != nil {
+		return err //nolint:wrapcheck // *ingest.Error or a read failure, mapped by h
+	}
+	results, err := s.cfg.Ingest.Ingest(c, req)
+	if err != nil {
+		var ie *ingest.Error
+		if errors.As(err, &ie) {
+			return err //nolint:wrapcheck // mapped by h
+		}
+		// Nothing of the request can be confirmed stored: the producer must
+		// retry, and deduplication makes the retry safe.
+		s.cfg.Logger.WarnContext(c, "ingest failed", "error", err)
+		return newProblem(http.StatusServiceUnavailable, "the event could not be stored; retry later")
+	}
+	views := make([]eventView, len(results))
+	allDup, deprecated := true, false
+	for i, r := range results {
+		v := s.newEventView(r.Event, r.Jobs)
+		dup := r.Duplicate
+		v.Duplicate = &dup
+		views[i] = v
+		allDup = allDup && r.Duplicate
+		deprecated = deprecated || r.Deprecated
+	}
+	if deprecated {
+		c.Header("Deprecation", "true")
+	}
+	status := http.StatusCreated
+	if allDup {
+		status = http.StatusOK
+	}
+	if req.Mode == ingest.ModeBatch {
+		c.JSON(status, gin.H{"items": views})
+		return nil
+	}
+	c.Header("Location", "/api/events/"+views[0].ID)
+	c.JSON(status, views[0])
+	return nil
+}
+
+func (s *Server) getEvent(c *gin.Context) error {
+	ev, err := s.cfg.Store.EventGetByID(c, c.Param("id"))
+	if err != nil {
+		return s.notFoundOr(err, "event")
+	}
+	jobs, err := s.cfg.Store.JobListByEvent(c, ev.ID)
+	if err != nil {
+		return err //nolint:wrapcheck // mapped by h
+	}
+	ingest.SortJobs(jobs, s.sequenceOf(c))
+	c.JSON(http.StatusOK, s.newEventView(ev, jobs))
+	return nil
+}
+
+func (s *Server) listEvents(c *gin.Context) error {
+	limit, cursor, err := listParams(c)
+	if err != nil {
+		return err
+	}
+	since, err := timeParam(c, "since")
+	if err != nil {
+		return err
+	}
+	until, err := timeParam(c, "until")
+	if err != nil {
+		return err
+	}
+	p := &ingest.EventListParams{
+		Type: c.Query("type"), Source: c.Query("source"), Subject: c.Query("subject"),
+		MessageGroup: c.Query("messagegroup"), Since: since, Until: until, Limit: limit, Cursor: cursor,
+	}
+	for k, v := range c.Request.URL.Query() {
+		if name, ok := strings.CutPrefix(k, "ext."); ok && len(v) > 0 {
+			if p.Ext == nil {
+				p.Ext = map[string]string{}
+			}
+			p.Ext[name] = v[0]
+		}
+	}
+	pg, err := s.cfg.Store.EventList(c, p)
+	if err != nil {
+		return err //nolint:wrapcheck // mapped by h
+	}
+	seq := s.sequenceOf(c)
+	views := make([]eventView, len(pg.Events))
+	for i, ev := range pg.Events {
+		jobs, err := s.cfg.Store.JobListByEvent(c, ev.ID)
+		if err != nil {
+			return err //nolint:wrapcheck // mapped by h
+		}
+		ingest.SortJobs(jobs, seq)
+		views[i] = s.newEventView(ev, jobs)
+	}
+	writePage(c, views, pg.NextCursor)
+	return nil
+}

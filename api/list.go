@@ -1,0 +1,80 @@
+package api
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/hooklane/hooklane/cloudevent"
+)
+
+// List page sizes (API.md conventions).
+const (
+	limitDefault = 50
+	limitMax     = 500
+)
+
+// listParams reads ?limit= (clamped to 1..500) and ?cursor=.
+func listParams(c *gin.Context) (limit int, cursor string, err error) {
+	limit = limitDefault
+	if v := c.Query("limit"); v != "" {
+		n, perr := strconv.Atoi(v)
+		if perr != nil || n < 1 {
+			return 0, "", unprocessable("limit must be a positive integer", FieldError{Pointer: "", Message: "query parameter limit must be a positive integer"})
+		}
+		limit = min(n, limitMax)
+	}
+	return limit, c.Query("cursor"), nil
+}
+
+// timeParam reads an RFC 3339 query parameter; zero when absent.
+func timeParam(c *gin.Context, name string) (time.Time, error) {
+	v := c.Query(name)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, unprocessable(name+" must be an RFC 3339 timestamp", FieldError{Pointer: "", Message: "query parameter " + name + " must be an RFC 3339 timestamp"})
+	}
+	return t, nil
+}
+
+// page is a list answer.
+type page[T any] struct {
+	Items      []T     `json:"items"`
+	NextCursor *string `json:"nextCursor"`
+}
+
+func writePage[T any](c *gin.Context, items []T, next string) {
+	if items == nil {
+		items = []T{}
+	}
+	p := page[T]{Items: items}
+	if next != "" {
+		p.NextCursor = &next
+	}
+	c.JSON(http.StatusOK, p)
+}
+
+// requestWithBody returns a copy of the request carrying body instead.
+func requestWithBody(c *gin.Context, body []byte) *http.Request {
+	r := c.Request.Clone(c)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return r
+}
+
+func formatTime(t time.Time) string { return cloudevent.FormatTime(t) }
+
+func parseTime(v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("parse time %q: %w", v, err)
+	}
+	return t, nil
+}

@@ -1,0 +1,223 @@
+// Package api is the HTTP server of the gateway: routing, authentication,
+// problem+json errors and the handlers of every endpoint of API.md.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/stream"
+	"github.com/hooklane/hooklane/subscription"
+)
+
+// adminBodyLimit bounds the body of every request but ingest (which has its
+// own limits): schemas are the largest admin documents.
+const adminBodyLimit = 4 << 20
+
+// Store is what the API needs of the store: every port it reads or writes.
+type Store interface {
+	ingest.Store
+	dispatch.Store
+	dispatch.PoolStore
+	subscription.Store
+	schema.Store
+	stream.Store
+	Ping(ctx context.Context) error
+}
+
+// Pinger reports whether a dependency is reachable.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Invalidator drops a cache after a local change.
+type Invalidator interface {
+	Invalidate()
+}
+
+// Config configures the Server.
+type Config struct {
+	Store    Store
+	Queue    Pinger
+	Ingest   *ingest.Service
+	Enqueuer *dispatch.Enqueuer
+	Limits   ingest.Limits
+	// Subscriptions is the matching cache to invalidate on subscription
+	// writes and to read the index from.
+	Subscriptions *subscription.Cache
+	// Registry is the schema registry to invalidate on event type writes.
+	Registry Invalidator
+	// PoolChanged is called with a pool id after it changed.
+	PoolChangedFunc func(id string)
+	// Keys are the API keys; empty means authentication is off.
+	Keys *KeySet
+	// AllowPrivateTargets skips the target address check.
+	AllowPrivateTargets bool
+	// Resolver resolves target hosts for the address check; nil uses
+	// net.DefaultResolver.
+	Resolver *net.Resolver
+	IDs      *idgen.Generator
+	Version  string
+	Logger   *slog.Logger
+	NowFunc  func() time.Time
+}
+
+// Server serves the API.
+type Server struct {
+	cfg    Config
+	engine *gin.Engine
+}
+
+// New returns a Server with every route registered.
+func New(cfg Config) *Server {
+	if cfg.NowFunc == nil {
+		cfg.NowFunc = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	cfg.Logger = cfg.Logger.With("component", "api")
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	e.ContextWithFallback = true
+	s := &Server{cfg: cfg, engine: e}
+	e.Use(s.recoverPanics, s.logRequests)
+	e.NoRoute(func(c *gin.Context) {
+		writeProblem(c, newProblem(http.StatusNotFound, "no such route: "+c.Request.URL.Path))
+	})
+	e.NoMethod(func(c *gin.Context) {
+		writeProblem(c, newProblem(http.StatusMethodNotAllowed, c.Request.Method+" is not allowed on "+c.Request.URL.Path))
+	})
+	s.routes()
+	return s
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+func (s *Server) routes() {
+	e := s.engine
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+
+	a := e.Group("/api")
+	a.POST("/events", s.auth(RoleProducer), s.h(s.postEvents))
+	a.GET("/events", s.auth(RoleProducer, RoleViewer), s.h(s.listEvents))
+	a.GET("/events/:id", s.auth(RoleProducer, RoleViewer), s.h(s.getEvent))
+
+	a.POST("/event-types", s.auth(), s.h(s.createEventType))
+	a.GET("/event-types", s.auth(RoleViewer), s.h(s.listEventTypes))
+	a.GET("/event-types/:code", s.auth(RoleViewer), s.h(s.getEventType))
+	a.PATCH("/event-types/:code", s.auth(), s.h(s.patchEventType))
+	a.DELETE("/event-types/:code", s.auth(), s.h(s.deleteEventType))
+	a.POST("/event-types/:code/versions", s.auth(), s.h(s.createVersion))
+	a.GET("/event-types/:code/versions/:version", s.auth(RoleViewer), s.h(s.getVersion))
+	a.PATCH("/event-types/:code/versions/:version", s.auth(), s.h(s.patchVersion))
+	a.DELETE("/event-types/:code/versions/:version", s.auth(), s.h(s.deleteVersion))
+
+	a.POST("/subscriptions", s.auth(), s.h(s.createSubscription))
+	a.GET("/subscriptions", s.auth(RoleViewer), s.h(s.listSubscriptions))
+	a.GET("/subscriptions/:id", s.auth(RoleViewer), s.h(s.getSubscription))
+	a.PATCH("/subscriptions/:id", s.auth(), s.h(s.patchSubscription))
+	a.DELETE("/subscriptions/:id", s.auth(), s.h(s.deleteSubscription))
+	a.POST("/subscriptions/:id/pause", s.auth(), s.h(s.pauseSubscription))
+	a.POST("/subscriptions/:id/resume", s.auth(), s.h(s.resumeSubscription))
+	a.POST("/subscriptions/:id/rotate-secret", s.auth(), s.h(s.rotateSecret))
+	a.GET("/subscriptions/:id/secret", s.auth(), s.h(s.getSecret))
+
+	a.POST("/dispatch-pools", s.auth(), s.h(s.createPool))
+	a.GET("/dispatch-pools", s.auth(RoleViewer), s.h(s.listPools))
+	a.GET("/dispatch-pools/:id", s.auth(RoleViewer), s.h(s.getPool))
+	a.PATCH("/dispatch-pools/:id", s.auth(), s.h(s.patchPool))
+	a.DELETE("/dispatch-pools/:id", s.auth(), s.h(s.deletePool))
+
+	a.POST("/dispatch-jobs", s.auth(RoleProducer), s.h(s.createTaskJob))
+	a.GET("/dispatch-jobs", s.auth(RoleProducer, RoleViewer, RoleWorker), s.h(s.listJobs))
+	a.POST("/dispatch-jobs/retry", s.auth(), s.h(s.bulkRetry))
+	a.GET("/dispatch-jobs/:id", s.auth(RoleProducer, RoleViewer, RoleWorker), s.h(s.getJob))
+	a.POST("/dispatch-jobs/:id/retry", s.auth(), s.h(s.retryJob))
+	a.POST("/dispatch-jobs/:id/cancel", s.auth(), s.h(s.cancelJob))
+}
+
+// h adapts a handler that returns an error: the error becomes the answer,
+// rendered as problem+json in this one place.
+func (s *Server) h(fn func(c *gin.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		err := fn(c)
+		if err == nil {
+			return
+		}
+		p, internal := toProblem(err)
+		if internal {
+			s.cfg.Logger.ErrorContext(c, "request failed", "method", c.Request.Method, "path", c.FullPath(), "error", err)
+		} else if p.Status == http.StatusServiceUnavailable {
+			s.cfg.Logger.WarnContext(c, "store unavailable", "path", c.FullPath(), "error", err)
+		}
+		writeProblem(c, p)
+	}
+}
+
+func (s *Server) recoverPanics(c *gin.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.cfg.Logger.ErrorContext(c, "handler panicked", "path", c.Request.URL.Path, "panic", r)
+			if !c.Writer.Written() {
+				writeProblem(c, newProblem(http.StatusInternalServerError, "internal error"))
+			}
+			c.Abort()
+		}
+	}()
+	c.Next()
+}
+
+func (s *Server) logRequests(c *gin.Context) {
+	start := s.cfg.NowFunc()
+	c.Next()
+	s.cfg.Logger.DebugContext(c, "request", "method", c.Request.Method, "path", c.Request.URL.Path,
+		"status", c.Writer.Status(), "duration_ms", s.cfg.NowFunc().Sub(start).Milliseconds())
+}
+
+func (s *Server) healthz(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok", "version": s.cfg.Version})
+}
+
+func (s *Server) readyz(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c, 3*time.Second)
+	defer cancel()
+	checks := gin.H{}
+	ready := true
+	for name, p := range map[string]Pinger{"store": s.cfg.Store, "queue": s.cfg.Queue} {
+		if p == nil {
+			continue
+		}
+		if err := p.Ping(ctx); err != nil {
+			checks[name] = "unavailable: " + err.Error()
+			ready = false
+			continue
+		}
+		checks[name] = "ok"
+	}
+	if !ready {
+		c.Header("Retry-After", "5")
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "checks": checks})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready", "checks": checks})
+}
+
+// now is the server's clock, truncated to the milliseconds every stored
+// timestamp keeps.
+func (s *Server) now() time.Time { return s.cfg.NowFunc().UTC().Truncate(time.Millisecond) }

@@ -1,0 +1,297 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/router"
+	"github.com/hooklane/hooklane/store"
+	"github.com/hooklane/hooklane/stream"
+	"github.com/hooklane/hooklane/subscription"
+)
+
+// secretOverlap is how long a rotated-out secret keeps signing.
+const secretOverlap = 24 * time.Hour
+
+// subscriptionWithSecret is the create answer: the subscription and its
+// secret, shown this once.
+type subscriptionWithSecret struct {
+	*subscription.Subscription
+	Secret string `json:"secret"`
+}
+
+// MarshalJSON merges the secret into the subscription's JSON object.
+func (s subscriptionWithSecret) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(s.Subscription)
+	if err != nil {
+		return nil, fmt.Errorf("encode subscription: %w", err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("encode subscription: %w", err)
+	}
+	m["secret"], _ = json.Marshal(s.Secret)
+	return json.Marshal(m) //nolint:wrapcheck // plain map
+}
+
+// checkSubscription validates a subscription and what the store and network
+// must confirm: the pool exists, the target's host is public.
+func (s *Server) checkSubscription(c *gin.Context, sub *subscription.Subscription) error {
+	errs := sub.Validate()
+	if sub.DispatchPoolID != nil && *sub.DispatchPoolID != "" {
+		if _, err := s.cfg.Store.PoolGetByID(c, *sub.DispatchPoolID); errors.Is(err, store.ErrNotFound) {
+			errs = append(errs, subscription.FieldError{Pointer: "/dispatchPoolId", Message: "no dispatch pool has this id"})
+		} else if err != nil {
+			return err //nolint:wrapcheck // mapped by h
+		}
+	}
+	if len(errs) == 0 && sub.Target != "" && !s.cfg.AllowPrivateTargets {
+		if err := s.checkTarget(c, sub.Target); err != nil {
+			errs = append(errs, subscription.FieldError{Pointer: "/target", Message: err.Error()})
+		}
+	}
+	if len(errs) > 0 {
+		out := make([]FieldError, len(errs))
+		for i, e := range errs {
+			out[i] = FieldError{Pointer: e.Pointer, Message: e.Message}
+		}
+		return unprocessable("the subscription is invalid", out...)
+	}
+	return nil
+}
+
+// checkTarget refuses a target whose host resolves to a non-public address.
+func (s *Server) checkTarget(c *gin.Context, target string) error {
+	u, err := url.Parse(target)
+	if err != nil {
+		return fmt.Errorf("is not a valid URL")
+	}
+	if err := router.CheckTarget(c, s.cfg.Resolver, u.Hostname()); err != nil {
+		if errors.Is(err, router.ErrPrivateTarget) {
+			return errors.New("resolves to a loopback, private or otherwise non-public address")
+		}
+		return errors.New("host could not be resolved")
+	}
+	return nil
+}
+
+func (s *Server) createSubscription(c *gin.Context) error {
+	sub := &subscription.Subscription{}
+	sub.ApplyDefaults()
+	var in struct {
+		subscription.Subscription
+		Secret *string `json:"secret"`
+	}
+	in.Subscription = *sub
+	if err := decodeJSON(c.Request, &in, adminBodyLimit); err != nil {
+		return err
+	}
+	*sub = in.Subscription
+	now := s.now()
+	sub.ID = s.cfg.IDs.New()
+	sub.CreatedAt, sub.UpdatedAt = now, now
+	if err := s.checkSubscription(c, sub); err != nil {
+		return err
+	}
+	secret := router.NewSecret()
+	if in.Secret != nil {
+		if _, err := router.SecretKey(*in.Secret); err != nil {
+			return unprocessable("the secret is invalid", FieldError{Pointer: "/secret", Message: err.Error()})
+		}
+		secret = *in.Secret
+	}
+	sub.Secrets = []subscription.Secret{{Value: secret}}
+	if err := s.cfg.Store.SubscriptionInsert(c, sub); err != nil {
+		if isConflict(err) {
+			return conflict(fmt.Sprintf("a subscription with code %q exists for this client", sub.Code))
+		}
+		return err //nolint:wrapcheck // mapped by h
+	}
+	s.cfg.Subscriptions.Invalidate()
+	c.Header("Location", "/api/subscriptions/"+sub.ID)
+	c.JSON(http.StatusCreated, subscriptionWithSecret{Subscription: sub, Secret: secret})
+	return nil
+}
+
+func (s *Server) listSubscriptions(c *gin.Context) error {
+	limit, cursor, err := listParams(c)
+	if err != nil {
+		return err
+	}
+	p := &subscription.ListParams{Status: subscription.Status(c.Query("status")), EventType: c.Query("eventType"), Limit: limit, Cursor: cursor}
+	if v, ok := c.GetQuery("clientId"); ok {
+		p.ClientID = &v
+	}
+	pg, err := s.cfg.Store.SubscriptionList(c, p)
+	if err != nil {
+		return err //nolint:wrapcheck // mapped by h
+	}
+	writePage(c, pg.Subscriptions, pg.NextCursor)
+	return nil
+}
+
+func (s *Server) getSubscription(c *gin.Context) error {
+	sub, err := s.cfg.Store.SubscriptionGetByID(c, c.Param("id"))
+	if err != nil {
+		return s.notFoundOr(err, "subscription")
+	}
+	c.JSON(http.StatusOK, sub)
+	return nil
+}
+
+// writeSubscription stores a changed subscription and drops the matching
+// cache, so the change applies to the next event on this instance.
+func (s *Server) writeSubscription(c *gin.Context, sub *subscription.Subscription) error {
+	sub.UpdatedAt = s.now()
+	if err := s.cfg.Store.SubscriptionUpdate(c, sub); err != nil {
+		if isConflict(err) {
+			return conflict(fmt.Sprintf("a subscription with code %q exists for this client", sub.Code))
+		}
+		return s.notFoundOr(err, "subscription")
+	}
+	s.cfg.Subscriptions.Invalidate()
+	return nil
+}
+
+func (s *Server) patchSubscription(c *gin.Context) error {
+	cur, err := s.cfg.Store.SubscriptionGetByID(c, c.Param("id"))
+	if err != nil {
+		return s.notFoundOr(err, "subscription")
+	}
+	var patch map[string]json.RawMessage
+	if err := decodeJSON(c.Request, &patch, adminBodyLimit); err != nil {
+		return err
+	}
+	for _, immutable := range []string{"id", "createdAt", "updatedAt", "secret"} {
+		delete(patch, immutable)
+	}
+	// Merge the patch's members over the stored subscription (RFC 7396 at
+	// the top level), then validate the result as a whole.
+	next := *cur
+	b, err := json.Marshal(patch)
+	if err != nil {
+		return fmt.Errorf("re-encode patch: %w", err)
+	}
+	if err := decodeJSON(requestWithBody(c, b), &next, adminBodyLimit); err != nil {
+		return err
+	}
+	next.ID, next.CreatedAt, next.Secrets = cur.ID, cur.CreatedAt, cur.Secrets
+	if err := s.checkSubscription(c, &next); err != nil {
+		return err
+	}
+	if err := s.writeSubscription(c, &next); err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, &next)
+	return nil
+}
+
+func (s *Server) setSubscriptionStatus(c *gin.Context, status subscription.Status) error {
+	sub, err := s.cfg.Store.SubscriptionGetByID(c, c.Param("id"))
+	if err != nil {
+		return s.notFoundOr(err, "subscription")
+	}
+	sub.Status = status
+	if err := s.writeSubscription(c, sub); err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, sub)
+	return nil
+}
+
+func (s *Server) pauseSubscription(c *gin.Context) error {
+	return s.setSubscriptionStatus(c, subscription.StatusPaused)
+}
+
+func (s *Server) resumeSubscription(c *gin.Context) error {
+	return s.setSubscriptionStatus(c, subscription.StatusActive)
+}
+
+func (s *Server) deleteSubscription(c *gin.Context) error {
+	id := c.Param("id")
+	if _, err := s.cfg.Store.SubscriptionGetByID(c, id); err != nil {
+		return s.notFoundOr(err, "subscription")
+	}
+	if err := s.cfg.Store.SubscriptionDelete(c, id); err != nil {
+		return s.notFoundOr(err, "subscription")
+	}
+	s.cfg.Subscriptions.Invalidate()
+	// Cancel what was not delivered. A job missed here (written by a
+	// request racing with the delete) is cancelled by the router, which
+	// finds its subscription gone.
+	for _, st := range []dispatch.Status{dispatch.StatusPending, dispatch.StatusQueued, dispatch.StatusInProgress, dispatch.StatusError} {
+		if err := s.cancelJobs(c, &dispatch.JobListParams{SubscriptionID: id, Status: st}, "subscription deleted"); err != nil {
+			return err
+		}
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
+// cancelJobs cancels every job the filter lists, page by page.
+func (s *Server) cancelJobs(c *gin.Context, p *dispatch.JobListParams, reason string) error {
+	p.Limit = limitMax
+	for {
+		pg, err := s.cfg.Store.JobList(c, p)
+		if err != nil {
+			return err //nolint:wrapcheck // mapped by h
+		}
+		for _, j := range pg.Jobs {
+			if _, err := s.moveJob(c, j, dispatch.StatusCancelled, stream.TypeDispatchCancelled, reason); err != nil && !isConflict(err) {
+				return err
+			}
+		}
+		if pg.NextCursor == "" {
+			return nil
+		}
+		p.Cursor = pg.NextCursor
+	}
+}
+
+func (s *Server) rotateSecret(c *gin.Context) error {
+	sub, err := s.cfg.Store.SubscriptionGetByID(c, c.Param("id"))
+	if err != nil {
+		return s.notFoundOr(err, "subscription")
+	}
+	now := s.now()
+	expires := now.Add(secretOverlap)
+	kept := []subscription.Secret{{Value: router.NewSecret()}}
+	for _, old := range sub.Secrets {
+		if old.ExpiresAt != nil && !old.ExpiresAt.After(now) {
+			continue
+		}
+		if old.ExpiresAt == nil {
+			old.ExpiresAt = &expires
+		}
+		kept = append(kept, old)
+	}
+	sub.Secrets = kept
+	if err := s.writeSubscription(c, sub); err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, gin.H{"secret": kept[0].Value, "previousExpiresAt": formatTime(expires)})
+	return nil
+}
+
+func (s *Server) getSecret(c *gin.Context) error {
+	sub, err := s.cfg.Store.SubscriptionGetByID(c, c.Param("id"))
+	if err != nil {
+		return s.notFoundOr(err, "subscription")
+	}
+	now := s.now()
+	out := []subscription.Secret{}
+	for _, sec := range sub.Secrets {
+		if sec.ExpiresAt == nil || sec.ExpiresAt.After(now) {
+			out = append(out, sec)
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"secrets": out})
+	return nil
+}
