@@ -1,0 +1,34 @@
+package sqlitestore_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/store/storetest"
+)
+
+var _ storetest.Store = (*sqlitestore.Store)(nil)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// newStore opens a store on a fresh file in tb's temporary directory.
+func newStore(tb testing.TB) storetest.Store {
+	tb.Helper()
+	s, err := sqlitestore.Open(tb.Context(), sqlitestore.Config{
+		Path: filepath.Join(tb.TempDir(), "hooklane.db"),
+	})
+	require.NoError(tb, err)
+	tb.Cleanup(func() { require.NoError(tb, s.Close()) })
+	return s
+}
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, newStore)
+}
