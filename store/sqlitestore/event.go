@@ -20,12 +20,12 @@ const eventColumns = `id, dedup_key, received_at, fanned_out_at, schema_version,
 // caller's goroutine.
 type eventRow struct {
 	id, dedupKey, typ, source, subject, messageGroup, schemaVersion string
-	receivedAt                                                       int64
-	fannedOutAt                                                      sql.NullInt64
-	doc                                                              []byte
-	extNames, extValues                                              []string
-	jobs                                                             []*jobRow
-	statusEvents                                                     []*statusEventRow
+	receivedAt                                                      int64
+	fannedOutAt                                                     sql.NullInt64
+	doc                                                             []byte
+	extNames, extValues                                             []string
+	jobs                                                            []*jobRow
+	statusEvents                                                    []*statusEventRow
 }
 
 func newEventRow(item *ingest.EventIngestItem, fannedOutAt time.Time) (*eventRow, error) {

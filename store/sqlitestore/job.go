@@ -419,4 +419,3 @@ func limitOr(n, def int) int {
 	}
 	return n
 }
-
