@@ -36,6 +36,7 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
+// Error returns "pointer: message".
 func (e FieldError) Error() string { return e.Pointer + ": " + e.Message }
 
 // specVersionRe is MAJOR.MINOR, as schema versions are written.
@@ -82,7 +83,9 @@ func (s *Subscription) ApplyDefaults() {
 // (patterns by [ValidatePattern], specVersion as MAJOR.MINOR), filters (the
 // same compilation the index uses), target URL syntax (http or https with a
 // host; required for push delivery; the private-address check is not done
-// here), headers, mode, delivery, timeouts, retry policy, status and custom
+// here), headers (valid names and values; none of the headers the gateway
+// sets itself: Content-Type, Content-Length, Host, webhook-*, hooklane-*,
+// ce-*), mode, delivery, timeouts, retry policy, status and custom
 // configuration.
 func (s *Subscription) Validate() []FieldError {
 	var errs []FieldError
@@ -128,6 +131,8 @@ func (s *Subscription) Validate() []FieldError {
 		ptr := "/headers/" + escapePointer(name)
 		if !validHeaderName(name) {
 			add(ptr, "must be a valid HTTP header name")
+		} else if reservedHeader(name) {
+			add(ptr, "is set by the gateway and cannot be overridden")
 		} else if strings.ContainsAny(s.Headers[name], "\r\n\x00") {
 			add(ptr, "must not contain CR, LF or NUL")
 		}
@@ -211,6 +216,18 @@ func validHeaderName(s string) bool {
 		}
 	}
 	return true
+}
+
+// reservedHeader reports whether the gateway sets the header on every
+// delivery (API.md §6), so a subscription may not: overriding them would
+// break signatures, framing or the CloudEvents binding.
+func reservedHeader(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "content-type", "content-length", "host", "transfer-encoding", "connection":
+		return true
+	}
+	return strings.HasPrefix(n, "webhook-") || strings.HasPrefix(n, "hooklane-") || strings.HasPrefix(n, "ce-")
 }
 
 // escapePointer escapes one JSON pointer reference token (RFC 6901).

@@ -106,6 +106,9 @@ func TestValidate(t *testing.T) {
 		{"bad port", func(s *Subscription) { s.Target = "https://example.com:99999/x" }, []string{"/target"}},
 		{"bad header name", func(s *Subscription) { s.Headers = map[string]string{"X/Team": "a"} },
 			[]string{"/headers/X~1Team"}},
+		{"reserved header", func(s *Subscription) {
+			s.Headers = map[string]string{"Webhook-Signature": "v1,x", "X-A": "b", "content-type": "text/plain"}
+		}, []string{"/headers/Webhook-Signature", "/headers/content-type"}},
 		{"header value newline", func(s *Subscription) { s.Headers = map[string]string{"X-A": "a\r\nB: c"} },
 			[]string{"/headers/X-A"}},
 		{"bad mode", func(s *Subscription) { s.Mode = "FAST" }, []string{"/mode"}},
