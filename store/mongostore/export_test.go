@@ -3,6 +3,7 @@ package mongostore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -18,6 +19,17 @@ func (s *Store) EventClearFannedOut(ctx context.Context, ids []string) error {
 		bson.D{{Key: "$set", Value: bson.D{{Key: "fannedOutAt", Value: nil}}}})
 	if err != nil {
 		return fmt.Errorf("clear fannedOutAt: %w", translate(ctx, err))
+	}
+	return nil
+}
+
+// PlantGuard stores the write guard a writer moving document id of
+// collection coll to version takes, dated createdAt: what a writer that died
+// between taking and releasing it leaves.
+func (s *Store) PlantGuard(ctx context.Context, coll, id string, version int64, createdAt time.Time) error {
+	_, err := s.guards.InsertOne(ctx, guardDoc{ID: fmt.Sprintf("%s/%s@%d", coll, id, version), CreatedAt: ms(createdAt)})
+	if err != nil {
+		return fmt.Errorf("plant guard: %w", translate(ctx, err))
 	}
 	return nil
 }

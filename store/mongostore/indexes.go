@@ -63,10 +63,16 @@ func indexes() map[string][]mongo.IndexModel {
 
 // createIndexes creates every index of indexes(); existing ones are left
 // alone. Event types need none: their _id is the code.
+//
+// The indexes are created one per command: FerretDB v1.24 panics (and drops
+// the connection) on a createIndexes command that names two or more indexes
+// which already exist, as every Open after the first does.
 func (s *Store) createIndexes(ctx context.Context) error {
 	for coll, models := range indexes() {
-		if _, err := s.db.Collection(coll).Indexes().CreateMany(ctx, models); err != nil {
-			return fmt.Errorf("create indexes of %s: %w", coll, translate(ctx, err))
+		for _, m := range models {
+			if _, err := s.db.Collection(coll).Indexes().CreateOne(ctx, m); err != nil {
+				return fmt.Errorf("create indexes of %s: %w", coll, translate(ctx, err))
+			}
 		}
 	}
 	return nil

@@ -45,11 +45,17 @@ func (w tLogWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// newStoreFunc returns a storetest.NewStoreFunc that opens each store on a
-// fresh database (a run-unique prefix plus a counter) and drops it in
-// cleanup, through an admin client of its own: a test may have closed the
-// store already.
-func newStoreFunc(t *testing.T) storetest.NewStoreFunc {
+// testEnv hands out fresh databases on the test server: a run-unique prefix
+// plus a counter. It drops each in cleanup through an admin client of its
+// own, because a test may have closed the store already.
+type testEnv struct {
+	uri     string
+	admin   *mongo.Client
+	prefix  string
+	counter atomic.Int64
+}
+
+func newTestEnv(t *testing.T) *testEnv {
 	t.Helper()
 	uri := testMongoURI()
 	admin, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(10 * time.Second))
@@ -59,24 +65,47 @@ func newStoreFunc(t *testing.T) storetest.NewStoreFunc {
 		defer cancel()
 		require.NoError(t, admin.Disconnect(ctx))
 	})
-	prefix := fmt.Sprintf("hltest_%d_%d", os.Getpid(), time.Now().UnixNano()%1_000_000)
-	var counter atomic.Int64
+	return &testEnv{
+		uri:    uri,
+		admin:  admin,
+		prefix: fmt.Sprintf("hltest_%d_%d", os.Getpid(), time.Now().UnixNano()%1_000_000),
+	}
+}
+
+// newDatabase returns a fresh database name, dropped when tb ends.
+func (e *testEnv) newDatabase(tb testing.TB) string {
+	tb.Helper()
+	db := fmt.Sprintf("%s_%d", e.prefix, e.counter.Add(1))
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(tb, e.admin.Database(db).Drop(ctx))
+	})
+	return db
+}
+
+// open opens a store on database db, closed when tb ends (before the drop).
+func (e *testEnv) open(tb testing.TB, db string, mod func(cfg *mongostore.Config)) *mongostore.Store {
+	tb.Helper()
+	cfg := mongostore.Config{URI: e.uri, Database: db, Logger: testLogger(tb)}
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := mongostore.Open(tb.Context(), cfg)
+	require.NoError(tb, err, "open mongo store at %s (start the local stack: bash localstack/stack.sh start)", e.uri)
+	tb.Cleanup(func() { require.NoError(tb, s.Close()) })
+	return s
+}
+
+// newStoreFunc is the storetest harness: one fresh database per store.
+func (e *testEnv) newStoreFunc() storetest.NewStoreFunc {
 	return func(tb testing.TB) storetest.Store {
 		tb.Helper()
-		db := fmt.Sprintf("%s_%d", prefix, counter.Add(1))
-		s, err := mongostore.Open(tb.Context(), mongostore.Config{URI: uri, Database: db, Logger: testLogger(tb)})
-		require.NoError(tb, err, "open mongo store at %s (start the local stack: bash localstack/stack.sh start)", uri)
-		tb.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			require.NoError(tb, admin.Database(db).Drop(ctx))
-			require.NoError(tb, s.Close())
-		})
-		return s
+		return e.open(tb, e.newDatabase(tb), nil)
 	}
 }
 
 func TestStore(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, newStoreFunc(t))
+	storetest.Run(t, newTestEnv(t).newStoreFunc())
 }

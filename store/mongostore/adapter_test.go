@@ -1,0 +1,285 @@
+package mongostore_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/store"
+	"github.com/hooklane/hooklane/store/mongostore"
+	"github.com/hooklane/hooklane/stream"
+)
+
+// Tests of what is particular to this adapter; the port contracts are
+// covered by storetest in TestStore.
+
+func baseTime() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) }
+
+type testBundle struct {
+	env *testEnv
+	ctx context.Context
+	ids *idgen.Generator
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	return &testBundle{env: newTestEnv(t), ctx: t.Context(), ids: idgen.New(baseTime)}
+}
+
+func (b *testBundle) newEvent() *ingest.StoredEvent {
+	id := b.ids.New()
+	return &ingest.StoredEvent{
+		ID:         id,
+		ReceivedAt: baseTime(),
+		DedupKey:   "/src\x00" + id,
+		Event: cloudevent.Event{
+			SpecVersion: cloudevent.SpecVersion, ID: id, Source: "/src", Type: "order.created",
+			Time: baseTime(), Extensions: map[string]any{"tenant": "acme"},
+		},
+	}
+}
+
+func (b *testBundle) newJob(eventID string) *dispatch.Job {
+	return &dispatch.Job{
+		ID: b.ids.New(), Kind: dispatch.KindEvent, Code: "order.created", EventID: eventID,
+		SubscriptionID: "sub-1", Subscription: "orders", Mode: dispatch.ModeImmediate,
+		Status: dispatch.StatusQueued, CreatedAt: baseTime(), UpdatedAt: baseTime(),
+	}
+}
+
+func TestOpenRequiresURI(t *testing.T) {
+	t.Parallel()
+	s, err := mongostore.Open(t.Context(), mongostore.Config{})
+	require.Error(t, err)
+	require.Nil(t, s)
+}
+
+func TestOpenUnreachableIsUnavailable(t *testing.T) {
+	t.Parallel()
+	// A port nothing listens on: take one, then free it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	s, err := mongostore.Open(t.Context(), mongostore.Config{
+		URI: "mongodb://" + addr + "/?serverSelectionTimeoutMS=300&connectTimeoutMS=300",
+	})
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	require.Nil(t, s)
+}
+
+func TestServerLossIsUnavailable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	target, err := url.Parse(b.env.uri)
+	require.NoError(t, err)
+	proxy := startProxy(t, target.Host)
+
+	db := b.env.newDatabase(t)
+	s := b.env.open(t, db, func(cfg *mongostore.Config) {
+		cfg.URI = "mongodb://" + proxy.addr() + "/?serverSelectionTimeoutMS=500&connectTimeoutMS=500"
+	})
+	require.NoError(t, s.Ping(b.ctx))
+	job := b.newJob("")
+	require.NoError(t, s.JobInsertMany(b.ctx, &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{job}}))
+
+	proxy.stop()
+	require.ErrorIs(t, s.Ping(b.ctx), store.ErrUnavailable)
+	_, err = s.JobGetByID(b.ctx, job.ID)
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	_, err = s.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: b.newEvent()}}})
+	require.ErrorIs(t, err, store.ErrUnavailable)
+}
+
+func TestOpenTwiceSharesIndexes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	db := b.env.newDatabase(t)
+	first := b.env.open(t, db, nil)
+	second := b.env.open(t, db, nil) // creates the same indexes again
+
+	ev := b.newEvent()
+	_, err := first.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: ev}}})
+	require.NoError(t, err)
+	dup := b.newEvent()
+	dup.DedupKey = ev.DedupKey
+	res, err := second.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: dup}}})
+	require.NoError(t, err)
+	require.Equal(t, []ingest.EventIngestResult{{Duplicate: true, ExistingID: ev.ID}}, res)
+}
+
+func TestEventIngestRepeatedCallWritesNothingTwice(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.env.open(t, b.env.newDatabase(t), nil)
+
+	ev := b.newEvent()
+	job := b.newJob(ev.ID)
+	se := job.StatusEvent(b.ids.New(), stream.TypeDispatchCreated, baseTime())
+	p := &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: ev, Jobs: []*dispatch.Job{job}, StatusEvents: []stream.Event{se}}}}
+	res, err := s.EventIngest(b.ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, []ingest.EventIngestResult{{}}, res)
+
+	// A client retrying the same request: the event is its own duplicate.
+	res, err = s.EventIngest(b.ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, []ingest.EventIngestResult{{Duplicate: true, ExistingID: ev.ID}}, res)
+	jobs, err := s.JobListByEvent(b.ctx, ev.ID)
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	events, err := s.StatusEventListBySubject(b.ctx, job.ID)
+	require.NoError(t, err)
+	require.Equal(t, []stream.Event{se}, events)
+}
+
+func TestEventListExtNameIsNotAFieldPath(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.env.open(t, b.env.newDatabase(t), nil)
+	_, err := s.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: b.newEvent()}}})
+	require.NoError(t, err)
+
+	for _, name := range []string{"$where", "tenant.x", ""} {
+		page, err := s.EventList(b.ctx, &ingest.EventListParams{Ext: map[string]string{name: "acme"}, Limit: 10})
+		require.NoError(t, err, name)
+		require.Empty(t, page.Events, name)
+	}
+	page, err := s.EventList(b.ctx, &ingest.EventListParams{Ext: map[string]string{"tenant": "acme"}, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 1)
+}
+
+func TestJobUpdateWriteGuard(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := baseTime().Add(time.Hour)
+	s := b.env.open(t, b.env.newDatabase(t), func(cfg *mongostore.Config) {
+		cfg.NowFunc = func() time.Time { return now }
+	})
+	held := b.newJob("")
+	crashed := b.newJob("")
+	require.NoError(t, s.JobInsertMany(b.ctx, &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{held, crashed}}))
+
+	// A live writer is moving the job from version 1 to 2.
+	require.NoError(t, s.PlantGuard(b.ctx, "jobs", held.ID, 2, now))
+	held.Worker = "w-1"
+	require.ErrorIs(t, s.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: held}), store.ErrConflict)
+	require.Equal(t, int64(1), held.Version)
+
+	// A writer died holding the guard a minute ago: it is taken over.
+	require.NoError(t, s.PlantGuard(b.ctx, "jobs", crashed.ID, 2, now.Add(-time.Minute)))
+	crashed.Worker = "w-2"
+	require.NoError(t, s.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: crashed}))
+	require.Equal(t, int64(2), crashed.Version)
+	got, err := s.JobGetByID(b.ctx, crashed.ID)
+	require.NoError(t, err)
+	require.Equal(t, "w-2", got.Worker)
+
+	// A refused update releases its guard: an update claiming version 5
+	// takes the guard of step 6, and the real step 6 must still pass.
+	bogus := *crashed
+	bogus.Version = 5
+	require.ErrorIs(t, s.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: &bogus}), store.ErrConflict)
+	for want := int64(3); want <= 6; want++ {
+		crashed.AttemptCount++
+		require.NoError(t, s.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: crashed}), "step to %d", want)
+		require.Equal(t, want, crashed.Version)
+	}
+}
+
+// proxy is a loopback TCP relay to the test server whose stop cuts every
+// connection, so a test can lose the server without stopping it.
+type proxy struct {
+	ln     net.Listener
+	target string
+	wg     sync.WaitGroup
+	once   sync.Once
+
+	mu     sync.Mutex
+	closed bool
+	conns  []net.Conn
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &proxy{ln: ln, target: target}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return // the listener is closed: stopped
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		if !p.track(c, up) {
+			return
+		}
+		p.wg.Add(2)
+		go p.pipe(c, up)
+		go p.pipe(up, c)
+	}
+}
+
+// track records a relayed pair; once stopped it closes them and says false.
+func (p *proxy) track(a, b net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		_ = a.Close()
+		_ = b.Close()
+		return false
+	}
+	p.conns = append(p.conns, a, b)
+	return true
+}
+
+// pipe copies until either side is closed, then closes both.
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	_, _ = io.Copy(dst, src)
+	_ = dst.Close()
+	_ = src.Close()
+}
+
+// stop closes the listener and every relayed connection and waits for the
+// relay goroutines to end.
+func (p *proxy) stop() {
+	p.once.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		conns := p.conns
+		p.conns = nil
+		p.mu.Unlock()
+		_ = p.ln.Close()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		p.wg.Wait()
+	})
+}
