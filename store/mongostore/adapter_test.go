@@ -18,6 +18,7 @@ import (
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/store/mongostore"
 	"github.com/hooklane/hooklane/stream"
+	"github.com/hooklane/hooklane/subscription"
 )
 
 // Tests of what is particular to this adapter; the port contracts are
@@ -197,6 +198,35 @@ func TestJobUpdateWriteGuard(t *testing.T) {
 		require.NoError(t, s.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: crashed}), "step to %d", want)
 		require.Equal(t, want, crashed.Version)
 	}
+}
+
+func TestMapKeysThatAreNotFieldNames(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.env.open(t, b.env.newDatabase(t), nil)
+	headers := map[string]string{"X.Dotted": "1", "$Dollar": "2", "X-Plain": "3"}
+
+	job := b.newJob("")
+	job.Headers = headers
+	require.NoError(t, s.JobInsertMany(b.ctx, &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{job}}))
+	got, err := s.JobGetByID(b.ctx, job.ID)
+	require.NoError(t, err)
+	require.Equal(t, headers, got.Headers)
+
+	sub := &subscription.Subscription{ID: b.ids.New(), Code: "s", Headers: headers, CreatedAt: baseTime(), UpdatedAt: baseTime()}
+	require.NoError(t, s.SubscriptionInsert(b.ctx, sub))
+	gotSub, err := s.SubscriptionGetByID(b.ctx, sub.ID)
+	require.NoError(t, err)
+	require.Equal(t, headers, gotSub.Headers)
+
+	// Ingest refuses such extension names; the store still keeps them.
+	ev := b.newEvent()
+	ev.Event.Extensions = map[string]any{"a.b": "x", "$c": "y", "tenant": "acme"}
+	_, err = s.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: ev}}})
+	require.NoError(t, err)
+	gotEv, err := s.EventGetByID(b.ctx, ev.ID)
+	require.NoError(t, err)
+	require.Equal(t, ev.Event.Extensions, gotEv.Event.Extensions)
 }
 
 // proxy is a loopback TCP relay to the test server whose stop cuts every

@@ -40,7 +40,9 @@ type ceDoc struct {
 	// bool, number of any precision) come back exactly; null when absent.
 	Ext []byte `bson:"ext"`
 	// ExtStr maps each extension to its string form, for the string
-	// equality filters of EventList.
+	// equality filters of EventList. Only valid extension names (lower-case
+	// letters and digits, which ingest enforces) are kept: they are field
+	// names here, where "." and "$" are not allowed.
 	ExtStr map[string]string `bson:"extStr,omitempty"`
 }
 
@@ -73,7 +75,9 @@ func toEventDoc(e *ingest.StoredEvent) (*eventDoc, error) {
 		d.Event.Ext = ext
 		d.Event.ExtStr = make(map[string]string, len(ce.Extensions))
 		for k := range ce.Extensions {
-			d.Event.ExtStr[k] = ce.Ext(k)
+			if validExtName(k) {
+				d.Event.ExtStr[k] = ce.Ext(k)
+			}
 		}
 	}
 	return d, nil

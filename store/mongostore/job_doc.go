@@ -10,27 +10,27 @@ import (
 // shows, are stored like every other field; orderKey is stored so that group
 // and due queries can sort on it.
 type jobDoc struct {
-	ID             string            `bson:"_id"`
-	Kind           string            `bson:"kind"`
-	Code           string            `bson:"code"`
-	Subject        string            `bson:"subject"`
-	EventID        string            `bson:"eventId"`
-	SubscriptionID string            `bson:"subscriptionId"`
-	Subscription   string            `bson:"subscription"`
-	CorrelationID  string            `bson:"correlationId"`
-	TargetURL      string            `bson:"targetUrl"`
-	Mode           string            `bson:"mode"`
-	Delivery       string            `bson:"delivery"`
-	MessageGroup   string            `bson:"messageGroup"`
-	OrderKey       string            `bson:"orderKey"`
-	DispatchPoolID string            `bson:"dispatchPoolId"`
-	Headers        map[string]string `bson:"headers"`
-	TimeoutSeconds int               `bson:"timeoutSeconds"`
-	MaxAgeSeconds  int               `bson:"maxAgeSeconds"`
-	DataOnly       bool              `bson:"dataOnly"`
-	Retry          retryDoc          `bson:"retry"`
-	Payload        []byte            `bson:"payload"`
-	Secret         string            `bson:"secret"`
+	ID             string        `bson:"_id"`
+	Kind           string        `bson:"kind"`
+	Code           string        `bson:"code"`
+	Subject        string        `bson:"subject"`
+	EventID        string        `bson:"eventId"`
+	SubscriptionID string        `bson:"subscriptionId"`
+	Subscription   string        `bson:"subscription"`
+	CorrelationID  string        `bson:"correlationId"`
+	TargetURL      string        `bson:"targetUrl"`
+	Mode           string        `bson:"mode"`
+	Delivery       string        `bson:"delivery"`
+	MessageGroup   string        `bson:"messageGroup"`
+	OrderKey       string        `bson:"orderKey"`
+	DispatchPoolID string        `bson:"dispatchPoolId"`
+	Headers        []keyValueDoc `bson:"headers"`
+	TimeoutSeconds int           `bson:"timeoutSeconds"`
+	MaxAgeSeconds  int           `bson:"maxAgeSeconds"`
+	DataOnly       bool          `bson:"dataOnly"`
+	Retry          retryDoc      `bson:"retry"`
+	Payload        []byte        `bson:"payload"`
+	Secret         string        `bson:"secret"`
 
 	Status         string       `bson:"status"`
 	AttemptCount   int          `bson:"attemptCount"`
@@ -83,7 +83,7 @@ func toJobDoc(j *dispatch.Job) *jobDoc {
 		MessageGroup:   j.MessageGroup,
 		OrderKey:       j.OrderKey(),
 		DispatchPoolID: j.DispatchPoolID,
-		Headers:        j.Headers,
+		Headers:        toKeyValues(j.Headers),
 		TimeoutSeconds: j.TimeoutSeconds,
 		MaxAgeSeconds:  j.MaxAgeSeconds,
 		DataOnly:       j.DataOnly,
@@ -140,7 +140,7 @@ func (d *jobDoc) toDomain() *dispatch.Job {
 		Delivery:       dispatch.Delivery(d.Delivery),
 		MessageGroup:   d.MessageGroup,
 		DispatchPoolID: d.DispatchPoolID,
-		Headers:        d.Headers,
+		Headers:        fromKeyValues(d.Headers),
 		TimeoutSeconds: d.TimeoutSeconds,
 		MaxAgeSeconds:  d.MaxAgeSeconds,
 		DataOnly:       d.DataOnly,

@@ -25,24 +25,24 @@ type subscriptionDoc struct {
 	// EventTypeCodes repeats the bindings' codes as a plain array, which
 	// the EventType list filter matches (array equality works on every
 	// server; dotted paths into arrays of documents do not on FerretDB v1).
-	EventTypeCodes []string          `bson:"eventTypeCodes"`
-	Filters        []filterDoc       `bson:"filters"`
-	Target         string            `bson:"target"`
-	Headers        map[string]string `bson:"headers"`
-	Mode           string            `bson:"mode"`
-	Delivery       string            `bson:"delivery"`
-	DispatchPoolID *string           `bson:"dispatchPoolId"`
-	TimeoutSeconds int               `bson:"timeoutSeconds"`
-	MaxAgeSeconds  int               `bson:"maxAgeSeconds"`
-	DelaySeconds   int               `bson:"delaySeconds"`
-	Sequence       int               `bson:"sequence"`
-	DataOnly       bool              `bson:"dataOnly"`
-	Retry          retryDoc          `bson:"retry"`
-	Status         string            `bson:"status"`
-	CustomConfig   []keyValueDoc     `bson:"customConfig"`
-	Secrets        []secretDoc       `bson:"secrets"`
-	CreatedAt      time.Time         `bson:"createdAt"`
-	UpdatedAt      time.Time         `bson:"updatedAt"`
+	EventTypeCodes []string      `bson:"eventTypeCodes"`
+	Filters        []filterDoc   `bson:"filters"`
+	Target         string        `bson:"target"`
+	Headers        []keyValueDoc `bson:"headers"`
+	Mode           string        `bson:"mode"`
+	Delivery       string        `bson:"delivery"`
+	DispatchPoolID *string       `bson:"dispatchPoolId"`
+	TimeoutSeconds int           `bson:"timeoutSeconds"`
+	MaxAgeSeconds  int           `bson:"maxAgeSeconds"`
+	DelaySeconds   int           `bson:"delaySeconds"`
+	Sequence       int           `bson:"sequence"`
+	DataOnly       bool          `bson:"dataOnly"`
+	Retry          retryDoc      `bson:"retry"`
+	Status         string        `bson:"status"`
+	CustomConfig   []keyValueDoc `bson:"customConfig"`
+	Secrets        []secretDoc   `bson:"secrets"`
+	CreatedAt      time.Time     `bson:"createdAt"`
+	UpdatedAt      time.Time     `bson:"updatedAt"`
 }
 
 type bindingDoc struct {
@@ -55,11 +55,6 @@ type filterDoc struct {
 	Op    string `bson:"op"`
 	// Value is the JSON operand, byte for byte.
 	Value []byte `bson:"value"`
-}
-
-type keyValueDoc struct {
-	Key   string `bson:"key"`
-	Value string `bson:"value"`
 }
 
 type secretDoc struct {
@@ -95,7 +90,7 @@ func toSubscriptionDoc(s *subscription.Subscription) *subscriptionDoc {
 			return filterDoc{Field: f.Field, Op: f.Op, Value: f.Value}
 		}),
 		Target:         s.Target,
-		Headers:        s.Headers,
+		Headers:        toKeyValues(s.Headers),
 		Mode:           string(s.Mode),
 		Delivery:       string(s.Delivery),
 		DispatchPoolID: s.DispatchPoolID,
@@ -139,7 +134,7 @@ func (d *subscriptionDoc) toDomain() *subscription.Subscription {
 			return subscription.Filter{Field: f.Field, Op: f.Op, Value: f.Value}
 		}),
 		Target:         d.Target,
-		Headers:        d.Headers,
+		Headers:        fromKeyValues(d.Headers),
 		Mode:           dispatch.Mode(d.Mode),
 		Delivery:       dispatch.Delivery(d.Delivery),
 		DispatchPoolID: d.DispatchPoolID,
