@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/store/mongostore"
 	"github.com/hooklane/hooklane/stream"
@@ -169,6 +171,7 @@ func TestJobUpdateWriteGuard(t *testing.T) {
 	s := b.env.open(t, b.env.newDatabase(t), func(cfg *mongostore.Config) {
 		cfg.NowFunc = func() time.Time { return now }
 	})
+	s.SetWriteGuards(true) // whatever the server: this tests the guards
 	held := b.newJob("")
 	crashed := b.newJob("")
 	require.NoError(t, s.JobInsertMany(b.ctx, &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{held, crashed}}))
@@ -198,6 +201,47 @@ func TestJobUpdateWriteGuard(t *testing.T) {
 		require.NoError(t, s.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: crashed}), "step to %d", want)
 		require.Equal(t, want, crashed.Version)
 	}
+}
+
+func TestWriteGuardsOnlyOnFerretDB(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.env.open(t, b.env.newDatabase(t), nil)
+	var info bson.M
+	require.NoError(t, b.env.admin.Database("admin").RunCommand(b.ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info))
+	_, ferret := info["ferretdbVersion"]
+	require.Equal(t, ferret, s.WriteGuards())
+}
+
+func TestUpdateWithoutWriteGuards(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.env.open(t, b.env.newDatabase(t), nil)
+	s.SetWriteGuards(false) // the MongoDB path, one filtered ReplaceOne
+
+	job := b.newJob("")
+	require.NoError(t, s.JobInsertMany(b.ctx, &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{job}}))
+	stale := *job
+	job.Worker = "w-1"
+	require.NoError(t, s.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: job}))
+	require.Equal(t, int64(2), job.Version)
+	require.ErrorIs(t, s.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: &stale}), store.ErrConflict)
+	require.Equal(t, int64(1), stale.Version)
+	missing := b.newJob("")
+	missing.Version = 1
+	require.ErrorIs(t, s.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: missing}), store.ErrNotFound)
+	got, err := s.JobGetByID(b.ctx, job.ID)
+	require.NoError(t, err)
+	require.Equal(t, job, got)
+
+	et := &schema.EventType{Code: "order.created", Status: schema.TypeCurrent, CreatedAt: baseTime(), UpdatedAt: baseTime()}
+	require.NoError(t, s.EventTypeInsert(b.ctx, et))
+	staleType := *et
+	et.Name = "renamed"
+	require.NoError(t, s.EventTypeUpdate(b.ctx, et))
+	require.Equal(t, int64(2), et.Revision)
+	require.ErrorIs(t, s.EventTypeUpdate(b.ctx, &staleType), store.ErrConflict)
+	require.ErrorIs(t, s.EventTypeUpdate(b.ctx, &schema.EventType{Code: "nope", Revision: 1}), store.ErrNotFound)
 }
 
 func TestMapKeysThatAreNotFieldNames(t *testing.T) {

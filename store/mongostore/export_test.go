@@ -23,6 +23,14 @@ func (s *Store) EventClearFannedOut(ctx context.Context, ids []string) error {
 	return nil
 }
 
+// WriteGuards reports whether JobUpdate and EventTypeUpdate take write
+// guards (see replaceVersioned).
+func (s *Store) WriteGuards() bool { return s.writeGuards }
+
+// SetWriteGuards turns write guards on or off, so tests reach both paths
+// whatever the server.
+func (s *Store) SetWriteGuards(on bool) { s.writeGuards = on }
+
 // PlantGuard stores the write guard a writer moving document id of
 // collection coll to version takes, dated createdAt: what a writer that died
 // between taking and releasing it leaves.

@@ -37,12 +37,16 @@ type guardDoc struct {
 //
 // On MongoDB the filtered ReplaceOne alone is atomic. FerretDB v1 runs it as
 // a read followed by an unconditional write, so two writers holding the same
-// version could both succeed. The adapter therefore first takes a guard, a
-// document whose _id names the version step: a unique _id insert is atomic
-// on every server, so only one writer per step gets past it. The guard is
-// deleted after the replace; one left behind by a crash is taken over once
-// stale (guardStaleAfter).
+// version could both succeed. On FerretDB (s.writeGuards) the adapter
+// therefore first takes a guard, a document whose _id names the version
+// step: a unique _id insert is atomic on every server, so only one writer
+// per step gets past it. The guard is deleted after the replace; one left
+// behind by a crash is taken over once stale (guardStaleAfter). MongoDB is
+// spared the two extra writes.
 func (s *Store) replaceVersioned(ctx context.Context, c *mongo.Collection, id, versionField string, expected int64, doc any) error {
+	if !s.writeGuards {
+		return s.replaceIfVersion(ctx, c, id, versionField, expected, doc)
+	}
 	key := fmt.Sprintf("%s/%s@%d", c.Name(), id, expected+1)
 	acquired, err := s.acquireGuard(ctx, key)
 	if err != nil {
@@ -52,6 +56,11 @@ func (s *Store) replaceVersioned(ctx context.Context, c *mongo.Collection, id, v
 		return s.missingOr(ctx, c, id, store.ErrConflict)
 	}
 	defer s.releaseGuard(ctx, key)
+	return s.replaceIfVersion(ctx, c, id, versionField, expected, doc)
+}
+
+// replaceIfVersion is the filtered replace itself.
+func (s *Store) replaceIfVersion(ctx context.Context, c *mongo.Collection, id, versionField string, expected int64, doc any) error {
 	res, err := c.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: versionField, Value: expected}}, doc)
 	if err != nil {
 		return translate(ctx, err)
@@ -60,6 +69,18 @@ func (s *Store) replaceVersioned(ctx context.Context, c *mongo.Collection, id, v
 		return s.missingOr(ctx, c, id, store.ErrConflict)
 	}
 	return nil
+}
+
+// isFerretDB reports whether the server is FerretDB, whose buildInfo answer
+// carries a ferretdbVersion field.
+func (s *Store) isFerretDB(ctx context.Context) (bool, error) {
+	var info struct {
+		FerretDBVersion string `bson:"ferretdbVersion"`
+	}
+	if err := s.db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err != nil {
+		return false, fmt.Errorf("read build info: %w", translate(ctx, err))
+	}
+	return info.FerretDBVersion != "", nil
 }
 
 // acquireGuard inserts the guard key; false when a live writer holds it.

@@ -55,7 +55,7 @@ type testEnv struct {
 	counter atomic.Int64
 }
 
-func newTestEnv(t *testing.T) *testEnv {
+func newTestEnv(t testing.TB) *testEnv {
 	t.Helper()
 	uri := testMongoURI()
 	admin, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerSelectionTimeout(10 * time.Second))

@@ -78,6 +78,9 @@ type Store struct {
 	logger  *slog.Logger
 	nowFunc func() time.Time
 	closed  atomic.Bool
+	// writeGuards is true on servers whose filtered replace is not atomic
+	// (FerretDB); see replaceVersioned.
+	writeGuards bool
 
 	events        *mongo.Collection
 	jobs          *mongo.Collection
@@ -138,7 +141,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("open mongo store: %w", err)
 	}
-	s.logger.DebugContext(ctx, "mongo store opened", "database", db.Name())
+	if s.writeGuards, err = s.isFerretDB(ctx); err != nil {
+		_ = client.Disconnect(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("open mongo store: %w", err)
+	}
+	s.logger.DebugContext(ctx, "mongo store opened", "database", db.Name(), "write_guards", s.writeGuards)
 	return s, nil
 }
 
