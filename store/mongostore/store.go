@@ -37,6 +37,9 @@ const DatabaseDefault = "hooklane"
 // connection string's serverSelectionTimeoutMS overrides it.
 const serverSelectionTimeoutDefault = 10 * time.Second
 
+// closeTimeout bounds Close: the driver ends its sessions and connections.
+const closeTimeout = 10 * time.Second
+
 // Collection names.
 const (
 	collEvents        = "events"
@@ -129,24 +132,32 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.nowFunc == nil {
 		s.nowFunc = time.Now
 	}
-	if err := s.ping(ctx); err != nil {
-		_ = client.Disconnect(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("open mongo store: %w", err)
-	}
-	if err := s.createIndexes(ctx); err != nil {
-		_ = client.Disconnect(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("open mongo store: %w", err)
-	}
-	if err := s.initGenerations(ctx); err != nil {
-		_ = client.Disconnect(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("open mongo store: %w", err)
-	}
-	if s.writeGuards, err = s.isFerretDB(ctx); err != nil {
+	if err := s.prepare(ctx); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("open mongo store: %w", err)
 	}
 	s.logger.DebugContext(ctx, "mongo store opened", "database", db.Name(), "write_guards", s.writeGuards)
 	return s, nil
+}
+
+// prepare checks that the server answers, creates the indexes and the
+// generation counters, and learns whether the server needs write guards.
+func (s *Store) prepare(ctx context.Context) error {
+	if err := s.ping(ctx); err != nil {
+		return err
+	}
+	if err := s.createIndexes(ctx); err != nil {
+		return err
+	}
+	if err := s.initGenerations(ctx); err != nil {
+		return err
+	}
+	guards, err := s.isFerretDB(ctx)
+	if err != nil {
+		return err
+	}
+	s.writeGuards = guards
+	return nil
 }
 
 // Ping reports whether the database is reachable: nil, or an error wrapping
@@ -177,7 +188,7 @@ func (s *Store) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	if err := s.client.Disconnect(ctx); err != nil {
 		return fmt.Errorf("disconnect from mongo: %w", err)
