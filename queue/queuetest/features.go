@@ -30,6 +30,11 @@ type Features struct {
 	// it may succeed. The suite then skips the stale-handle checks; a
 	// malformed handle must still be rejected with queue.ErrInvalidReceipt.
 	LaxReceipts bool
+	// LaxMalformedDelete is set when Delete with a handle the queue never
+	// issued may succeed. Real SQS rejects it (ReceiptHandleIsInvalid), but
+	// fauxqs, the SQS server of the local test stack, ignores unknown handles
+	// on DeleteMessage. ChangeVisibility must still reject such a handle.
+	LaxMalformedDelete bool
 }
 
 // DedupExpiryCheckMax is the longest dedup window the suite waits out to
