@@ -54,7 +54,7 @@ func newEventRow(item *ingest.EventIngestItem, fannedOutAt time.Time) (*eventRow
 
 // ingestItem writes one item unless an event with its dedup key is stored;
 // it returns the stored event's id when it is a duplicate.
-func ingestItem(ctx context.Context, tx *sql.Tx, r *eventRow) (string, error) {
+func ingestItem(ctx context.Context, tx *writeTx, r *eventRow) (string, error) {
 	var existing string
 	err := tx.QueryRowContext(ctx, `SELECT id FROM events WHERE dedup_key = ?`, r.dedupKey).Scan(&existing)
 	switch {
@@ -97,7 +97,7 @@ func (s *Store) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([
 		rows[i] = r
 	}
 	results := make([]ingest.EventIngestResult, len(rows))
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		for i, r := range rows {
 			existing, err := ingestItem(ctx, tx, r)
 			if err != nil {
@@ -226,7 +226,7 @@ func (s *Store) EventMarkFannedOut(ctx context.Context, ids []string, at time.Ti
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE events SET fanned_out_at = ? WHERE id IN (`+placeholders(len(ids))+`)`, args...)
 		return err //nolint:wrapcheck // wrapped below
 	})
@@ -245,7 +245,7 @@ func (s *Store) EventDeleteBefore(ctx context.Context, before time.Time, limit i
 	var n int64
 	const oldest = `SELECT id FROM events WHERE received_at < ? ORDER BY received_at, id LIMIT ?`
 	args := []any{millis(before), limitOr(limit, 1000)}
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM event_extensions WHERE event_id IN (`+oldest+`)`, args...); err != nil {
 			return err //nolint:wrapcheck // wrapped below
 		}

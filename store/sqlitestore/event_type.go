@@ -61,7 +61,7 @@ func (s *Store) EventTypeInsert(ctx context.Context, t *schema.EventType) error 
 		return err
 	}
 	code, status := t.Code, string(t.Status)
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO event_types (code, status, revision, doc) VALUES (?, ?, 1, ?)`,
 			code, status, doc); err != nil {
 			return err //nolint:wrapcheck // wrapped below
@@ -141,7 +141,7 @@ func (s *Store) EventTypeUpdate(ctx context.Context, t *schema.EventType) error 
 		return err
 	}
 	code, status, revision := t.Code, string(t.Status), t.Revision
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		err := execOne(ctx, tx, `UPDATE event_types SET status = ?, doc = ?, revision = revision + 1
 			WHERE code = ? AND revision = ?`, status, doc, code, revision)
 		if errors.Is(err, store.ErrNotFound) {
@@ -170,7 +170,7 @@ func (s *Store) EventTypeDelete(ctx context.Context, code string) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		if err := execOne(ctx, tx, `DELETE FROM event_types WHERE code = ?`, code); err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 )
 
@@ -15,7 +14,7 @@ func (s *Store) EventClearFannedOut(ctx context.Context, ids []string) error {
 	for i, id := range ids {
 		args[i] = id
 	}
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE events SET fanned_out_at = NULL WHERE id IN (`+placeholders(len(ids))+`)`, args...)
 		return err //nolint:wrapcheck // wrapped below
 	})

@@ -91,7 +91,7 @@ func newJobRows(jobs []*dispatch.Job) ([]*jobRow, error) {
 }
 
 // insertJob stores a job unless its id is stored; it reports whether it did.
-func insertJob(ctx context.Context, tx *sql.Tx, r *jobRow) (bool, error) {
+func insertJob(ctx context.Context, tx *writeTx, r *jobRow) (bool, error) {
 	res, err := tx.ExecContext(ctx, `INSERT INTO jobs (id, status, next_attempt_at, updated_at, lease_expires_at,
 		created_at, message_group, subscription_id, subscription, event_id, code, order_key, delivery,
 		secret, doc, version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (id) DO NOTHING`,
@@ -109,7 +109,7 @@ func insertJob(ctx context.Context, tx *sql.Tx, r *jobRow) (bool, error) {
 // insertJobsWithEvents stores the jobs not yet stored and the status events,
 // except those about a job that was already stored. It returns the indexes of
 // the jobs it inserted.
-func insertJobsWithEvents(ctx context.Context, tx *sql.Tx, jobs []*jobRow, events []*statusEventRow) ([]int, error) {
+func insertJobsWithEvents(ctx context.Context, tx *writeTx, jobs []*jobRow, events []*statusEventRow) ([]int, error) {
 	var skip map[string]bool
 	inserted := make([]int, 0, len(jobs))
 	for i, r := range jobs {
@@ -152,7 +152,7 @@ func (s *Store) JobInsertMany(ctx context.Context, p *dispatch.JobInsertManyPara
 		return fmt.Errorf("insert jobs: %w", err)
 	}
 	var inserted []int
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		var err error
 		inserted, err = insertJobsWithEvents(ctx, tx, jobs, events)
 		return err
@@ -271,7 +271,7 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 	if err != nil {
 		return fmt.Errorf("update job %s: %w", j.ID, err)
 	}
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, next_attempt_at = ?, updated_at = ?,
 			lease_expires_at = ?, created_at = ?, message_group = ?, subscription_id = ?, subscription = ?,
 			event_id = ?, code = ?, order_key = ?, delivery = ?, secret = ?, doc = ?, version = version + 1
@@ -375,7 +375,7 @@ func (s *Store) JobDeleteFinishedBefore(ctx context.Context, p *dispatch.JobDele
 		return 0, err
 	}
 	var n int64
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs
 			WHERE status IN ('COMPLETED', 'ERROR', 'CANCELLED') AND updated_at < ? ORDER BY updated_at LIMIT ?)`,
 			millis(p.Before), limitOr(p.Limit, 1000))

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -47,7 +46,7 @@ func (s *Store) PoolInsert(ctx context.Context, p *dispatch.Pool) error {
 		return err
 	}
 	id, code := p.ID, p.Code
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO pools (id, code, doc) VALUES (?, ?, ?)`, id, code, doc)
 		return err //nolint:wrapcheck // wrapped below
 	})
@@ -116,7 +115,7 @@ func (s *Store) PoolUpdate(ctx context.Context, p *dispatch.Pool) error {
 		return err
 	}
 	id, code := p.ID, p.Code
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		return execOne(ctx, tx, `UPDATE pools SET code = ?, doc = ? WHERE id = ?`, code, doc, id)
 	})
 	if err != nil {
@@ -130,7 +129,7 @@ func (s *Store) PoolDelete(ctx context.Context, id string) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		return execOne(ctx, tx, `DELETE FROM pools WHERE id = ?`, id)
 	})
 	if err != nil {
@@ -141,7 +140,7 @@ func (s *Store) PoolDelete(ctx context.Context, id string) error {
 
 // execOne runs a statement that must change exactly one row:
 // store.ErrNotFound when it changed none.
-func execOne(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
+func execOne(ctx context.Context, tx *writeTx, query string, args ...any) error {
 	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
 		return err //nolint:wrapcheck // wrapped by the caller with its action
@@ -157,7 +156,7 @@ func execOne(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
 }
 
 // bumpGeneration grows the named generation counter.
-func bumpGeneration(ctx context.Context, tx *sql.Tx, name string) error {
+func bumpGeneration(ctx context.Context, tx *writeTx, name string) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE generations SET value = value + 1 WHERE name = ?`, name); err != nil {
 		return fmt.Errorf("bump %s generation: %w", name, err)
 	}

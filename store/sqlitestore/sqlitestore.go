@@ -78,6 +78,10 @@ type Store struct {
 	stop       chan struct{}
 	writerDone chan struct{}
 	closed     atomic.Bool
+
+	// batches and batchedOps count the group-commit transactions and the
+	// operations they ran.
+	batches, batchedOps atomic.Int64
 }
 
 // Open opens (creating when needed) and migrates the database at cfg.Path,
@@ -138,6 +142,10 @@ func dsn(path string, busy time.Duration, readOnly bool) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
+	// Every operation of a group commit runs in a savepoint, whose undo log
+	// (the statement journal) would otherwise be a temporary file written on
+	// every change.
+	q.Add("_pragma", "temp_store(MEMORY)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 	} else {

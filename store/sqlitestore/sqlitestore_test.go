@@ -32,3 +32,7 @@ func TestStore(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, newStore)
 }
+
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, newStore)
+}

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -31,7 +30,7 @@ func newStatusEventRows(events []stream.Event) ([]*statusEventRow, error) {
 }
 
 // insertStatusEvent stores a status event unless its id is stored.
-func insertStatusEvent(ctx context.Context, tx *sql.Tx, r *statusEventRow) error {
+func insertStatusEvent(ctx context.Context, tx *writeTx, r *statusEventRow) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO status_events (id, type, time, subject, data)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`, r.id, r.typ, r.time, r.subject, r.data); err != nil {
 		return fmt.Errorf("insert status event %s: %w", r.id, err)
@@ -48,7 +47,7 @@ func (s *Store) StatusEventInsertMany(ctx context.Context, events []stream.Event
 	if err != nil {
 		return fmt.Errorf("insert status events: %w", err)
 	}
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		for _, r := range rows {
 			if err := insertStatusEvent(ctx, tx, r); err != nil {
 				return err
@@ -104,7 +103,7 @@ func (s *Store) StatusEventDeleteBefore(ctx context.Context, before time.Time, l
 		return 0, err
 	}
 	var n int64
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM status_events WHERE id IN
 			(SELECT id FROM status_events WHERE time < ? ORDER BY time LIMIT ?)`, millis(before), limitOr(limit, 1000))
 		if err != nil {

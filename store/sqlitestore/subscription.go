@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -79,7 +78,7 @@ func (s *Store) SubscriptionInsert(ctx context.Context, sub *subscription.Subscr
 	if err != nil {
 		return err
 	}
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO subscriptions (id, code, client_key, status, secrets, doc)
 			VALUES (?, ?, ?, ?, ?, ?)`, r.id, r.code, r.clientKey, r.status, r.secrets, r.doc); err != nil {
 			return err //nolint:wrapcheck // wrapped below
@@ -163,7 +162,7 @@ func (s *Store) SubscriptionUpdate(ctx context.Context, sub *subscription.Subscr
 	if err != nil {
 		return err
 	}
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		if err := execOne(ctx, tx, `UPDATE subscriptions SET code = ?, client_key = ?, status = ?, secrets = ?,
 			doc = ? WHERE id = ?`, r.code, r.clientKey, r.status, r.secrets, r.doc, r.id); err != nil {
 			return err
@@ -181,7 +180,7 @@ func (s *Store) SubscriptionDelete(ctx context.Context, id string) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		if err := execOne(ctx, tx, `DELETE FROM subscriptions WHERE id = ?`, id); err != nil {
 			return err
 		}

@@ -9,7 +9,7 @@ import (
 // writeOp is one write operation for the writer goroutine.
 type writeOp struct {
 	ctx  context.Context
-	fn   func(ctx context.Context, tx *sql.Tx) error
+	fn   func(ctx context.Context, tx *writeTx) error
 	done chan error // buffered: the writer never blocks on it
 }
 
@@ -17,7 +17,7 @@ type writeOp struct {
 // transaction, and returns its error, or the commit's. fn must not keep tx
 // and must not touch the caller's values: the caller applies what a write
 // changes on its values only after write returns nil.
-func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *writeTx) error) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
@@ -41,6 +41,12 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *sql.
 // operation already waiting (up to MaxBatch), and commits them together.
 func (s *Store) runWriter() {
 	defer close(s.writerDone)
+	stmts := make(map[string]*sql.Stmt)
+	defer func() {
+		for _, st := range stmts {
+			_ = st.Close()
+		}
+	}()
 	batch := make([]*writeOp, 0, MaxBatch)
 	for {
 		select {
@@ -58,19 +64,19 @@ func (s *Store) runWriter() {
 				break drain
 			}
 		}
-		s.commitBatch(batch)
+		s.commitBatch(batch, stmts)
 		clear(batch)
 	}
 }
 
 // commitBatch runs the operations in one transaction, each in a savepoint,
 // and reports every operation's outcome once the transaction is committed.
-func (s *Store) commitBatch(batch []*writeOp) {
+func (s *Store) commitBatch(batch []*writeOp, stmts map[string]*sql.Stmt) {
 	// The writer's statements do not use the callers' contexts: cancelling
 	// one caller must not interrupt the statements of the others.
 	ctx := context.Background()
 	results := make([]error, len(batch))
-	tx, err := s.wdb.BeginTx(ctx, nil)
+	sqlTx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		err = fmt.Errorf("begin write transaction: %w", s.translate(err))
 		for _, op := range batch {
@@ -78,6 +84,8 @@ func (s *Store) commitBatch(batch []*writeOp) {
 		}
 		return
 	}
+	tx := &writeTx{tx: sqlTx, stmts: stmts, pending: make(map[string]bool)}
+	defer s.prepareStmts(ctx, tx)
 	for i, op := range batch {
 		if err := op.ctx.Err(); err != nil {
 			results[i] = err
@@ -85,7 +93,9 @@ func (s *Store) commitBatch(batch []*writeOp) {
 		}
 		results[i] = s.runOp(ctx, tx, op)
 	}
-	if err := tx.Commit(); err != nil {
+	s.batches.Add(1)
+	s.batchedOps.Add(int64(len(batch)))
+	if err := sqlTx.Commit(); err != nil {
 		s.logger.ErrorContext(ctx, "commit write batch", "ops", len(batch), "error", err)
 		err = fmt.Errorf("commit write transaction: %w", s.translate(err))
 		for i := range results {
@@ -101,7 +111,7 @@ func (s *Store) commitBatch(batch []*writeOp) {
 
 // runOp runs one operation inside its own savepoint: on error everything it
 // wrote is rolled back and the transaction goes on with the next operation.
-func (s *Store) runOp(ctx context.Context, tx *sql.Tx, op *writeOp) error {
+func (s *Store) runOp(ctx context.Context, tx *writeTx, op *writeOp) error {
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
 		return fmt.Errorf("open savepoint: %w", s.translate(err))
 	}
@@ -115,4 +125,65 @@ func (s *Store) runOp(ctx context.Context, tx *sql.Tx, op *writeOp) error {
 		return fmt.Errorf("release savepoint: %w", s.translate(err))
 	}
 	return opErr
+}
+
+// maxCachedStmts bounds the writer's prepared statements; statements with
+// IN lists of varying length are prepared afresh once the cache is full.
+const maxCachedStmts = 128
+
+// writeTx is the group-commit transaction as operations see it. It runs
+// statements through prepared statements kept across transactions: parsing
+// and planning cost more than executing most of these statements. A
+// statement first seen inside a transaction is prepared for that
+// transaction only, and for good once the connection is free again (the
+// single writer connection is busy with the transaction until then). Only
+// the writer goroutine uses it.
+type writeTx struct {
+	tx      *sql.Tx
+	stmts   map[string]*sql.Stmt
+	pending map[string]bool
+}
+
+// stmt returns the statement for query bound to the transaction.
+func (t *writeTx) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := t.stmts[query]; ok {
+		return t.tx.StmtContext(ctx, st), nil
+	}
+	if len(t.stmts)+len(t.pending) < maxCachedStmts {
+		t.pending[query] = true
+	}
+	return t.tx.PrepareContext(ctx, query) //nolint:wrapcheck // wrapped by the operation
+}
+
+// prepareStmts prepares the queries first seen in the last transaction, for
+// the next ones.
+func (s *Store) prepareStmts(ctx context.Context, t *writeTx) {
+	for q := range t.pending {
+		st, err := s.wdb.PrepareContext(ctx, q)
+		if err != nil {
+			s.logger.WarnContext(ctx, "prepare statement", "error", err)
+			continue
+		}
+		t.stmts[q] = st
+	}
+}
+
+// ExecContext runs a statement in the transaction.
+func (t *writeTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := t.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	// Statements of the transaction are closed when it ends.
+	return st.ExecContext(ctx, args...) //nolint:wrapcheck // wrapped by the operation
+}
+
+// QueryRowContext runs a query expected to return at most one row.
+func (t *writeTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := t.stmt(ctx, query)
+	if err != nil {
+		// Let Scan report the error, as *sql.Tx does.
+		return t.tx.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
 }
