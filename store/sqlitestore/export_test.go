@@ -23,3 +23,27 @@ func (s *Store) EventClearFannedOut(ctx context.Context, ids []string) error {
 	}
 	return nil
 }
+
+// BatchStats returns how many group-commit transactions the writer ran and
+// how many operations they held.
+func (s *Store) BatchStats() (batches, ops int64) { return s.batches.Load(), s.batchedOps.Load() }
+
+// Waiting returns how many callers wait to hand an operation to the writer.
+func (s *Store) Waiting() int64 { return s.waiting.Load() }
+
+// HoldWriter makes the writer run an operation that waits for release, and
+// returns once the writer runs it. The returned channel yields the
+// operation's result.
+func (s *Store) HoldWriter(ctx context.Context, release <-chan struct{}) <-chan error {
+	running := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.write(ctx, func(context.Context, *writeTx) error {
+			close(running)
+			<-release
+			return nil
+		})
+	}()
+	<-running
+	return done
+}

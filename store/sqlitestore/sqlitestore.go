@@ -82,6 +82,9 @@ type Store struct {
 	// batches and batchedOps count the group-commit transactions and the
 	// operations they ran.
 	batches, batchedOps atomic.Int64
+	// waiting counts the callers waiting to hand an operation to the
+	// writer.
+	waiting atomic.Int64
 }
 
 // Open opens (creating when needed) and migrates the database at cfg.Path,

@@ -22,11 +22,15 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *writ
 		return err
 	}
 	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	s.waiting.Add(1)
 	select {
 	case s.ops <- op:
+		s.waiting.Add(-1)
 	case <-s.stop:
+		s.waiting.Add(-1)
 		return s.checkOpen()
 	case <-ctx.Done():
+		s.waiting.Add(-1)
 		return ctx.Err() //nolint:wrapcheck // the caller's own ctx error
 	}
 	select {
