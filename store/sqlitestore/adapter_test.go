@@ -10,7 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/store/sqlitestore"
 )
@@ -160,4 +162,44 @@ func TestCloseWithWaitingWrites(t *testing.T) {
 		}
 	}
 	require.ErrorIs(t, s.PoolInsert(t.Context(), pool("late")), store.ErrClosed)
+}
+
+func TestFailedOperationWritesNothing(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, filepath.Join(t.TempDir(), "hooklane.db"))
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	ctx := t.Context()
+	event := func(id, dedup string) ingest.EventIngestItem {
+		return ingest.EventIngestItem{Event: &ingest.StoredEvent{
+			ID: id, DedupKey: dedup, ReceivedAt: time.UnixMilli(1_700_000_000_000).UTC(),
+			Event: cloudevent.Event{SpecVersion: "1.0", ID: id, Source: "/s", Type: "t"},
+		}}
+	}
+	_, err := s.EventIngest(ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{event("01J0000000000000000000000A", "a")}})
+	require.NoError(t, err)
+
+	// In one group commit: an ingest whose second item clashes on the event
+	// id after its first item was written, and an independent insert.
+	release := make(chan struct{})
+	held := s.HoldWriter(ctx, release)
+	ingestErr := make(chan error, 1)
+	go func() {
+		_, err := s.EventIngest(ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{
+			event("01J0000000000000000000000B", "b"),
+			event("01J0000000000000000000000A", "c"),
+		}})
+		ingestErr <- err
+	}()
+	poolErr := make(chan error, 1)
+	go func() { poolErr <- s.PoolInsert(ctx, pool("independent")) }()
+	waitQueued(t, s, 2)
+	close(release)
+	require.NoError(t, <-held)
+
+	require.ErrorIs(t, <-ingestErr, store.ErrConflict)
+	require.NoError(t, <-poolErr)
+	_, err = s.EventGetByID(ctx, "01J0000000000000000000000B")
+	require.ErrorIs(t, err, store.ErrNotFound, "the failed operation's first item is rolled back")
+	_, err = s.PoolGetByCode(ctx, "independent")
+	require.NoError(t, err, "the other operation of the batch is committed")
 }
