@@ -97,7 +97,7 @@ build_ferretdb() {
 	fi
 	log "building FerretDB into $ferretdb_bin (first time takes about a minute)"
 	mkdir -p "$bin_dir"
-	(cd "$here/ferretdb" && GOFLAGS=-mod=readonly go build -trimpath -o "$ferretdb_bin.tmp" .) ||
+	(cd "$here/ferretdb" && GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath -o "$ferretdb_bin.tmp" .) ||
 		die "go build of localstack/ferretdb failed"
 	mv "$ferretdb_bin.tmp" "$ferretdb_bin"
 	printf '%s\n' "$want" >"$marker"

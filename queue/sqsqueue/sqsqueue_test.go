@@ -290,6 +290,35 @@ func TestBodiesRoundTrip(t *testing.T) {
 	require.Equal(t, bodies, got)
 }
 
+// TestSendBatchEntryFailure checks that an entry SQS rejects fails alone,
+// as an *EntryError, while the rest of the batch is sent.
+func TestSendBatchEntryFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t, sqsqueue.CreateQueueParams{})
+	_, err := b.client.SetQueueAttributes(t.Context(), &sqs.SetQueueAttributesInput{
+		QueueUrl:   aws.String(b.url),
+		Attributes: map[string]string{"MaximumMessageSize": "1024"},
+	})
+	require.NoError(t, err)
+
+	res, err := b.queue.SendBatch(t.Context(), []queue.OutMessage{
+		{Group: "g", DedupID: "small", Body: []byte("fits")},
+		{Group: "g", DedupID: "large", Body: []byte(strings.Repeat("x", 2048))},
+	})
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	require.NoError(t, res[0].Err)
+	var entryErr *sqsqueue.EntryError
+	require.ErrorAs(t, res[1].Err, &entryErr)
+	require.Equal(t, "InvalidParameterValue", entryErr.Code)
+	require.True(t, entryErr.SenderFault)
+
+	msgs, err := b.queue.Receive(t.Context(), queue.ReceiveParams{Max: queue.MaxBatch, Wait: 5 * time.Second})
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	require.Equal(t, "fits", string(msgs[0].Body))
+}
+
 func TestCreateQueueAttributes(t *testing.T) {
 	t.Parallel()
 	dlqName := uniqueName("hooklane-test-dlq")
