@@ -3,6 +3,7 @@ package sqlitestore_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -202,4 +203,22 @@ func TestFailedOperationWritesNothing(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNotFound, "the failed operation's first item is rolled back")
 	_, err = s.PoolGetByCode(ctx, "independent")
 	require.NoError(t, err, "the other operation of the batch is committed")
+}
+
+func TestManyIDs(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, filepath.Join(t.TempDir(), "hooklane.db"))
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	ctx := t.Context()
+	const n = 1234 // more than one IN list
+	jobs := make([]*dispatch.Job, n)
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = fmt.Sprintf("job-%05d", i)
+		jobs[i] = &dispatch.Job{ID: ids[i], Status: dispatch.StatusQueued, SubscriptionID: "s", CreatedAt: time.UnixMilli(1).UTC(), UpdatedAt: time.UnixMilli(1).UTC()}
+	}
+	require.NoError(t, s.JobInsertMany(ctx, &dispatch.JobInsertManyParams{Jobs: jobs}))
+	got, err := s.JobGetMany(ctx, ids)
+	require.NoError(t, err)
+	require.Len(t, got, n)
 }

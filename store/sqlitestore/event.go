@@ -221,14 +221,23 @@ func (s *Store) EventMarkFannedOut(ctx context.Context, ids []string, at time.Ti
 	if len(ids) == 0 {
 		return nil
 	}
-	args := make([]any, 0, len(ids)+1)
-	args = append(args, millis(at))
-	for _, id := range ids {
-		args = append(args, id)
+	var batches [][]any
+	for chunk := range slices.Chunk(ids, maxInList) {
+		args := make([]any, 0, len(chunk)+1)
+		args = append(args, millis(at))
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		batches = append(batches, args)
 	}
 	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE events SET fanned_out_at = ? WHERE id IN (`+placeholders(len(ids))+`)`, args...)
-		return err //nolint:wrapcheck // wrapped below
+		for _, args := range batches {
+			if _, err := tx.ExecContext(ctx, `UPDATE events SET fanned_out_at = ? WHERE id IN (`+
+				placeholders(len(args)-1)+`)`, args...); err != nil {
+				return err //nolint:wrapcheck // wrapped below
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("mark %d events fanned out: %w", len(ids), s.translate(err))

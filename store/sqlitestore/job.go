@@ -14,6 +14,9 @@ import (
 
 const jobColumns = `id, version, secret, doc`
 
+// maxInList is the most values one IN list binds.
+const maxInList = 500
+
 // jobDocument is the stored form of a job: its fields with their JSON tags
 // but without the API's MarshalJSON, so the storage format does not follow
 // changes to the API's rendering.
@@ -186,13 +189,18 @@ func (s *Store) JobGetMany(ctx context.Context, ids []string) ([]*dispatch.Job, 
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	jobs, err := s.queryJobs(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id IN (`+placeholders(len(ids))+`)`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("get %d jobs: %w", len(ids), err)
+	// Chunks keep each query under SQLite's limit on bound parameters.
+	var jobs []*dispatch.Job
+	for chunk := range slices.Chunk(ids, maxInList) {
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		got, err := s.queryJobs(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id IN (`+placeholders(len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("get %d jobs: %w", len(ids), err)
+		}
+		jobs = append(jobs, got...)
 	}
 	return jobs, nil
 }
