@@ -1,0 +1,258 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of `hooklane serve`. Each field is a flag and a
+// HOOKLANE_* environment variable (the flag wins); see settings for the
+// names and defaults, which API.md §9 makes part of the contract.
+type Config struct {
+	// Listen is the HTTP listen address. Default 127.0.0.1:8080.
+	Listen string
+	// DataDir holds the embedded SQLite store. Default ./data.
+	DataDir string
+	// MongoURI selects the MongoDB store when set. Default empty (embedded).
+	MongoURI string
+	// MongoDatabase is the MongoDB database name. Default hooklane.
+	MongoDatabase string
+	// SQSQueueURL selects the SQS FIFO queue when set. Default empty
+	// (in-process queue).
+	SQSQueueURL string
+	// SQSEndpoint overrides the SQS endpoint (LocalStack). Default empty.
+	SQSEndpoint string
+	// SQSRegion is the AWS region; empty uses the standard AWS chain.
+	SQSRegion string
+	// APIKeys are name:role:key entries, comma-separated. Default empty:
+	// authentication off, loopback only.
+	APIKeys string
+	// AllowPrivateTargets permits loopback and private webhook targets.
+	AllowPrivateTargets bool
+	// AllowUnknownTypes accepts events of unregistered types.
+	AllowUnknownTypes bool
+	// StreamRetention is how long status events stay replayable. Default 1h.
+	StreamRetention time.Duration
+	// PendingPollInterval is the pending poller's period. Default 5s.
+	PendingPollInterval time.Duration
+	// StaleQueuedAfter is the QUEUED age that counts as lost. Default 15m.
+	StaleQueuedAfter time.Duration
+	// Lease is how long a worker's claim lasts beyond the delivery timeout.
+	// Default 2m.
+	Lease time.Duration
+	// MaxEventBytes is the largest single event. Default 1 MiB.
+	MaxEventBytes int64
+	// MaxRequestBytes is the largest ingest request. Default 10 MiB.
+	MaxRequestBytes int64
+	// MaxBatch is the most events in one batch. Default 1000.
+	MaxBatch int
+	// Roles are the roles this process runs: api, router, pollers.
+	// Default all three.
+	Roles string
+	// LogFormat is json or text. Default text.
+	LogFormat string
+	// LogLevel is debug, info, warn or error. Default info.
+	LogLevel string
+	// ShutdownTimeout bounds a graceful stop. Default 30s.
+	ShutdownTimeout time.Duration
+	// RouterConcurrency bounds the deliveries one process runs at once.
+	// Default 1024.
+	RouterConcurrency int
+}
+
+// setting is one configuration knob: its flag, its environment variable,
+// its default and where it lands.
+type setting struct {
+	flag, env, def, usage string
+	set                   func(string) error
+}
+
+func settings(c *Config) []setting {
+	str := func(dst *string) func(string) error {
+		return func(v string) error { *dst = v; return nil }
+	}
+	boolean := func(dst *bool) func(string) error {
+		return func(v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return errors.New("must be true or false")
+			}
+			*dst = b
+			return nil
+		}
+	}
+	dur := func(dst *time.Duration) func(string) error {
+		return func(v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return errors.New("must be a positive duration such as 30s or 5m")
+			}
+			*dst = d
+			return nil
+		}
+	}
+	i64 := func(dst *int64) func(string) error {
+		return func(v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return errors.New("must be a positive integer")
+			}
+			*dst = n
+			return nil
+		}
+	}
+	integer := func(dst *int) func(string) error {
+		return func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return errors.New("must be a positive integer")
+			}
+			*dst = n
+			return nil
+		}
+	}
+	return []setting{
+		{"listen", "HOOKLANE_LISTEN", "127.0.0.1:8080", "HTTP listen address", str(&c.Listen)},
+		{"data-dir", "HOOKLANE_DATA_DIR", "./data", "embedded store directory", str(&c.DataDir)},
+		{"mongo-uri", "HOOKLANE_MONGO_URI", "", "MongoDB connection string (empty: embedded store)", str(&c.MongoURI)},
+		{"mongo-database", "HOOKLANE_MONGO_DATABASE", "hooklane", "MongoDB database name", str(&c.MongoDatabase)},
+		{"sqs-queue-url", "HOOKLANE_SQS_QUEUE_URL", "", "SQS FIFO queue URL (empty: in-process queue)", str(&c.SQSQueueURL)},
+		{"sqs-endpoint", "HOOKLANE_SQS_ENDPOINT", "", "SQS endpoint override, e.g. LocalStack (empty: AWS)", str(&c.SQSEndpoint)},
+		{"sqs-region", "HOOKLANE_SQS_REGION", "", "AWS region of the queue (empty: the standard AWS chain)", str(&c.SQSRegion)},
+		{"api-keys", "HOOKLANE_API_KEYS", "", "API keys as name:role:key, comma-separated (empty: auth off, loopback only)", str(&c.APIKeys)},
+		{"allow-private-targets", "HOOKLANE_ALLOW_PRIVATE_TARGETS", "false", "permit loopback/private webhook targets", boolean(&c.AllowPrivateTargets)},
+		{"allow-unknown-types", "HOOKLANE_ALLOW_UNKNOWN_TYPES", "false", "accept events of unregistered types", boolean(&c.AllowUnknownTypes)},
+		{"stream-retention", "HOOKLANE_STREAM_RETENTION", "1h", "how long status events stay replayable", dur(&c.StreamRetention)},
+		{"pending-poll-interval", "HOOKLANE_PENDING_POLL_INTERVAL", "5s", "pending poller period", dur(&c.PendingPollInterval)},
+		{"stale-queued-after", "HOOKLANE_STALE_QUEUED_AFTER", "15m", "QUEUED age that counts as lost", dur(&c.StaleQueuedAfter)},
+		{"lease", "HOOKLANE_LEASE", "2m", "how long a worker's claim on a job lasts", dur(&c.Lease)},
+		{"max-event-bytes", "HOOKLANE_MAX_EVENT_BYTES", "1048576", "largest single event", i64(&c.MaxEventBytes)},
+		{"max-request-bytes", "HOOKLANE_MAX_REQUEST_BYTES", "10485760", "largest ingest request", i64(&c.MaxRequestBytes)},
+		{"max-batch", "HOOKLANE_MAX_BATCH", "1000", "most events in one batch", integer(&c.MaxBatch)},
+		{"roles", "HOOKLANE_ROLES", "api,router,pollers", "roles this process runs: api, router, pollers", str(&c.Roles)},
+		{"log-format", "HOOKLANE_LOG_FORMAT", "text", "log format: json or text", str(&c.LogFormat)},
+		{"log-level", "HOOKLANE_LOG_LEVEL", "info", "log level: debug, info, warn or error", str(&c.LogLevel)},
+		{"shutdown-timeout", "HOOKLANE_SHUTDOWN_TIMEOUT", "30s", "how long a graceful stop may take", dur(&c.ShutdownTimeout)},
+		{"router-concurrency", "HOOKLANE_ROUTER_CONCURRENCY", "1024", "most deliveries in flight in this process", integer(&c.RouterConcurrency)},
+	}
+}
+
+// funcValue adapts a setter to flag.Value.
+type funcValue struct {
+	set    func(string) error
+	cur    string
+	isBool bool
+}
+
+// IsBoolFlag lets a boolean flag stand alone (--allow-private-targets).
+func (f *funcValue) IsBoolFlag() bool { return f.isBool }
+
+func (f *funcValue) String() string { return f.cur }
+
+func (f *funcValue) Set(v string) error {
+	if err := f.set(v); err != nil {
+		return err
+	}
+	f.cur = v
+	return nil
+}
+
+// loadConfig reads the flags in args, then the environment for every flag
+// not given, then the defaults; it validates the result and reports every
+// problem at once, each naming its flag and variable.
+func loadConfig(args []string, getenv func(string) string) (*Config, error) {
+	c := &Config{}
+	all := settings(c)
+	fs := flag.NewFlagSet("hooklane serve", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	for _, s := range all {
+		fs.Var(&funcValue{set: s.set, cur: s.def, isBool: s.def == "true" || s.def == "false"}, s.flag, fmt.Sprintf("%s (env %s, default %q)", s.usage, s.env, s.def))
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("parse flags: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	for _, s := range all {
+		if given[s.flag] {
+			continue
+		}
+		if v := getenv(s.env); v != "" {
+			if err := s.set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s (--%s): %w", s.env, s.flag, err))
+			}
+			continue
+		}
+		if err := s.set(s.def); err != nil {
+			panic(fmt.Sprintf("default of --%s is invalid: %v", s.flag, err)) // programmer error
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// roles returns the roles to run.
+func (c *Config) roles() map[string]bool {
+	out := map[string]bool{}
+	for _, r := range strings.Split(c.Roles, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			out[r] = true
+		}
+	}
+	return out
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	for r := range c.roles() {
+		if !slices.Contains([]string{"api", "router", "pollers"}, r) {
+			errs = append(errs, fmt.Errorf("HOOKLANE_ROLES (--roles): unknown role %q: use api, router, pollers", r))
+		}
+	}
+	if len(c.roles()) == 0 {
+		errs = append(errs, errors.New("HOOKLANE_ROLES (--roles): name at least one role"))
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		errs = append(errs, errors.New("HOOKLANE_LOG_FORMAT (--log-format): must be json or text"))
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
+		errs = append(errs, errors.New("HOOKLANE_LOG_LEVEL (--log-level): must be debug, info, warn or error"))
+	}
+	if c.MaxEventBytes > c.MaxRequestBytes {
+		errs = append(errs, errors.New("HOOKLANE_MAX_EVENT_BYTES (--max-event-bytes): must not exceed HOOKLANE_MAX_REQUEST_BYTES"))
+	}
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("HOOKLANE_LISTEN (--listen): %q is not host:port", c.Listen))
+	} else if strings.TrimSpace(c.APIKeys) == "" && !isLoopback(host) {
+		errs = append(errs, fmt.Errorf("HOOKLANE_LISTEN (--listen): refusing to listen on %s without API keys: set HOOKLANE_API_KEYS (--api-keys) or listen on 127.0.0.1", c.Listen))
+	}
+	if c.MongoURI == "" && c.DataDir == "" {
+		errs = append(errs, errors.New("HOOKLANE_DATA_DIR (--data-dir): required for the embedded store"))
+	}
+	return errors.Join(errs...)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

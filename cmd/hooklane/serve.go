@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hooklane/hooklane/api"
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/pollers"
+	"github.com/hooklane/hooklane/queue"
+	"github.com/hooklane/hooklane/queue/memqueue"
+	"github.com/hooklane/hooklane/queue/sqsqueue"
+	"github.com/hooklane/hooklane/router"
+	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/store"
+	"github.com/hooklane/hooklane/store/mongostore"
+	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/subscription"
+)
+
+// Store is every storage port: what the gateway runs on.
+type Store interface {
+	api.Store
+	Close() error
+}
+
+// openStore opens MongoDB when configured, else the embedded SQLite store.
+func openStore(ctx context.Context, cfg *Config, logger *slog.Logger) (Store, error) {
+	if cfg.MongoURI != "" {
+		s, err := mongostore.Open(ctx, mongostore.Config{URI: cfg.MongoURI, Database: cfg.MongoDatabase, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("open mongodb store: %w", err)
+		}
+		return s, nil
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	s, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(cfg.DataDir, "hooklane.db"), Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("open embedded store: %w", err)
+	}
+	return s, nil
+}
+
+// openQueue opens SQS FIFO when configured, else the in-process queue.
+func openQueue(ctx context.Context, cfg *Config, logger *slog.Logger) (queue.Queue, bool, error) {
+	if cfg.SQSQueueURL != "" {
+		q, err := sqsqueue.New(ctx, sqsqueue.Config{QueueURL: cfg.SQSQueueURL, Endpoint: cfg.SQSEndpoint, Region: cfg.SQSRegion, Logger: logger})
+		if err != nil {
+			return nil, false, fmt.Errorf("open sqs queue: %w", err)
+		}
+		return q, false, nil
+	}
+	return memqueue.New(memqueue.Config{VisibilityTimeout: cfg.Lease}), true, nil
+}
+
+func newLogger(cfg *Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// ensureDefaultPool creates the default dispatch pool on first start.
+func ensureDefaultPool(ctx context.Context, st Store, ids *idgen.Generator) error {
+	if _, err := st.PoolGetByCode(ctx, dispatch.DefaultPoolCode); err == nil {
+		return nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("get default pool: %w", err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	p := &dispatch.Pool{ID: ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default pool", Burst: 1,
+		Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now}
+	if err := st.PoolInsert(ctx, p); err != nil && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("create default pool: %w", err)
+	}
+	return nil
+}
+
+func workerID() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
+// serve runs the configured roles until ctx ends. readyFunc, when set, is
+// called with the bound HTTP address once the API listens.
+func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr string)) error {
+	logger := newLogger(cfg, logw)
+	roles := cfg.roles()
+	keys, err := api.ParseKeys(cfg.APIKeys)
+	if err != nil {
+		return fmt.Errorf("HOOKLANE_API_KEYS (--api-keys): %w", err)
+	}
+	st, err := openStore(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	q, inProcess, err := openQueue(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	if c, ok := q.(io.Closer); ok {
+		defer c.Close()
+	}
+	ids := idgen.New(nil)
+	if err := ensureDefaultPool(ctx, st, ids); err != nil {
+		return err
+	}
+
+	subs := subscription.NewCache(subscription.CacheConfig{Store: st, Logger: logger})
+	defer subs.Close()
+	registry := schema.NewRegistry(schema.RegistryConfig{Store: st, AllowUnknownTypes: cfg.AllowUnknownTypes, Logger: logger})
+	enq := &dispatch.Enqueuer{Queue: q, Store: st, NewID: ids.New, NowFunc: time.Now, Logger: logger.With("component", "enqueuer")}
+	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Enqueuer: enq, IDs: ids, Logger: logger})
+	pools := router.NewPools(st)
+	rescuer := pollers.NewRescuer(pollers.RescuerConfig{
+		Store: st, StaleQueuedAfter: cfg.StaleQueuedAfter, NewID: ids.New, Logger: logger,
+	})
+	if inProcess {
+		// The in-process queue died with the previous process: what it held
+		// is re-queued now, not after StaleQueuedAfter.
+		if err := recoverEmbedded(ctx, rescuer, logger); err != nil {
+			return err
+		}
+	}
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return subs.Run(ctx) })
+	if roles["pollers"] {
+		pending := pollers.NewPending(pollers.PendingConfig{Store: st, Enqueuer: enq, Interval: cfg.PendingPollInterval, NewID: ids.New, Logger: logger})
+		fanout := pollers.NewFanOut(pollers.FanOutConfig{Store: st, FanOuter: svc, Logger: logger})
+		g.Go(func() error { return pending.Run(ctx) })
+		g.Go(func() error { return rescuer.Run(ctx) })
+		g.Go(func() error { return fanout.Run(ctx) })
+	}
+	if roles["router"] {
+		med := router.NewMediator(router.MediatorConfig{AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version})
+		defer med.Close()
+		rt := router.New(router.Config{
+			Queue: q, Store: st, Pools: pools, Mediator: med, NewID: ids.New, WorkerID: workerID(),
+			Lease: cfg.Lease, MaxInFlight: cfg.RouterConcurrency, Logger: logger,
+		})
+		g.Go(func() error { return rt.Run(ctx) })
+	}
+	if roles["api"] {
+		srv := api.New(api.Config{
+			Store: st, Queue: q, Ingest: svc, Enqueuer: enq,
+			Limits:        ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
+			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys,
+			AllowPrivateTargets: cfg.AllowPrivateTargets, IDs: ids, Version: version, Logger: logger,
+		})
+		addr, err := listenAndServe(ctx, g, cfg, srv.Handler(), logger)
+		if err != nil {
+			return err
+		}
+		if readyFunc != nil {
+			readyFunc(addr)
+		}
+	}
+	logger.InfoContext(ctx, "hooklane started", "version", version, "listen", cfg.Listen,
+		"store", storeKind(cfg), "queue", queueKind(cfg), "roles", cfg.Roles)
+	err = g.Wait()
+	logger.Info("hooklane stopped")
+	return err
+}
+
+func recoverEmbedded(ctx context.Context, r *pollers.Rescuer, logger *slog.Logger) error {
+	stale, err := r.RescueStale(ctx, 0)
+	if err != nil {
+		return fmt.Errorf("recover queued jobs: %w", err)
+	}
+	// Every claim belonged to the previous process: none is still running.
+	claimed, err := r.RescueExpired(ctx, time.Now().Add(100*365*24*time.Hour))
+	if err != nil {
+		return fmt.Errorf("recover claimed jobs: %w", err)
+	}
+	if stale+claimed > 0 {
+		logger.InfoContext(ctx, "recovered jobs of the previous run", "queued", stale, "in_progress", claimed)
+	}
+	return nil
+}
+
+// listenAndServe binds the listener now (so a bad address fails the start)
+// and serves until ctx ends, then shuts down within the shutdown timeout.
+func listenAndServe(ctx context.Context, g *errgroup.Group, cfg *Config, h http.Handler, logger *slog.Logger) (string, error) {
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return "", fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	g.Go(func() error {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve http: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			return fmt.Errorf("shut down http: %w", err)
+		}
+		return nil
+	})
+	return ln.Addr().String(), nil
+}
+
+func storeKind(cfg *Config) string {
+	if cfg.MongoURI != "" {
+		return "mongodb"
+	}
+	return "sqlite"
+}
+
+func queueKind(cfg *Config) string {
+	if cfg.SQSQueueURL != "" {
+		return "sqs"
+	}
+	return "in-process"
+}
