@@ -37,6 +37,14 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			return 1
 		}
 		return 0
+	case "receive":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := receive(ctx, args[1:], stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "hooklane: %v\n", err)
+			return 1
+		}
+		return 0
 	case "version":
 		fmt.Fprintf(stdout, "hooklane %s\n", version)
 		return 0
@@ -54,6 +62,7 @@ func usage(w io.Writer) {
 
 commands:
   serve     run the gateway (see hooklane serve -h for every setting)
+  receive   run a development webhook receiver that prints deliveries
   version   print the version
 `)
 }
