@@ -93,7 +93,7 @@ func (s *Server) createEventType(c *gin.Context) error {
 	if len(errs) > 0 {
 		return unprocessable("the event type is invalid", errs...)
 	}
-	if err := s.cfg.Store.EventTypeInsert(c, t); err != nil {
+	if err := s.cfg.Store.EventTypeInsert(c.Request.Context(), t); err != nil {
 		if isConflict(err) {
 			return conflict(fmt.Sprintf("event type %q exists", in.Code))
 		}
@@ -114,7 +114,7 @@ func (s *Server) listEventTypes(c *gin.Context) error {
 	if status != "" && status != schema.TypeCurrent && status != schema.TypeArchive {
 		return unprocessable("status must be CURRENT or ARCHIVE")
 	}
-	pg, err := s.cfg.Store.EventTypeList(c, &schema.ListParams{Status: status, Prefix: c.Query("prefix"), Limit: limit, Cursor: cursor})
+	pg, err := s.cfg.Store.EventTypeList(c.Request.Context(), &schema.ListParams{Status: status, Prefix: c.Query("prefix"), Limit: limit, Cursor: cursor})
 	if err != nil {
 		return err //nolint:wrapcheck // mapped by h
 	}
@@ -123,7 +123,7 @@ func (s *Server) listEventTypes(c *gin.Context) error {
 }
 
 func (s *Server) getEventType(c *gin.Context) error {
-	t, err := s.cfg.Store.EventTypeGet(c, c.Param("code"))
+	t, err := s.cfg.Store.EventTypeGet(c.Request.Context(), c.Param("code"))
 	if err != nil {
 		return s.notFoundOr(err, "event type")
 	}
@@ -135,7 +135,7 @@ func (s *Server) getEventType(c *gin.Context) error {
 // the revision check, retrying a few times when another writer raced.
 func (s *Server) updateEventType(c *gin.Context, edit func(t *schema.EventType) error) (*schema.EventType, error) {
 	for range 3 {
-		t, err := s.cfg.Store.EventTypeGet(c, c.Param("code"))
+		t, err := s.cfg.Store.EventTypeGet(c.Request.Context(), c.Param("code"))
 		if err != nil {
 			return nil, s.notFoundOr(err, "event type")
 		}
@@ -143,7 +143,7 @@ func (s *Server) updateEventType(c *gin.Context, edit func(t *schema.EventType) 
 			return nil, err
 		}
 		t.UpdatedAt = s.now()
-		err = s.cfg.Store.EventTypeUpdate(c, t)
+		err = s.cfg.Store.EventTypeUpdate(c.Request.Context(), t)
 		if err == nil {
 			s.cfg.Registry.Invalidate()
 			return t, nil
@@ -191,17 +191,17 @@ func (s *Server) patchEventType(c *gin.Context) error {
 
 func (s *Server) deleteEventType(c *gin.Context) error {
 	code := c.Param("code")
-	if _, err := s.cfg.Store.EventTypeGet(c, code); err != nil {
+	if _, err := s.cfg.Store.EventTypeGet(c.Request.Context(), code); err != nil {
 		return s.notFoundOr(err, "event type")
 	}
-	ix, err := s.cfg.Subscriptions.Index(c)
+	ix, err := s.cfg.Subscriptions.Index(c.Request.Context())
 	if err != nil {
 		return err //nolint:wrapcheck // mapped by h
 	}
 	if ix.BindsEventType(code) {
 		return conflict(fmt.Sprintf("event type %q is bound by a subscription", code))
 	}
-	if err := s.cfg.Store.EventTypeDelete(c, code); err != nil {
+	if err := s.cfg.Store.EventTypeDelete(c.Request.Context(), code); err != nil {
 		return s.notFoundOr(err, "event type")
 	}
 	s.cfg.Registry.Invalidate()
@@ -242,7 +242,7 @@ func findVersion(t *schema.EventType, version string) (*schema.Version, int) {
 }
 
 func (s *Server) getVersion(c *gin.Context) error {
-	t, err := s.cfg.Store.EventTypeGet(c, c.Param("code"))
+	t, err := s.cfg.Store.EventTypeGet(c.Request.Context(), c.Param("code"))
 	if err != nil {
 		return s.notFoundOr(err, "event type")
 	}

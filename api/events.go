@@ -41,7 +41,7 @@ func (s *Server) newEventView(ev *ingest.StoredEvent, jobs []*dispatch.Job) even
 // sequenceOf returns the sequence of a subscription from the matching
 // index, for ordering an event's jobs.
 func (s *Server) sequenceOf(c *gin.Context) func(string) int {
-	ix, err := s.cfg.Subscriptions.Index(c)
+	ix, err := s.cfg.Subscriptions.Index(c.Request.Context())
 	if err != nil {
 		return nil
 	}
@@ -58,7 +58,7 @@ func (s *Server) postEvents(c *gin.Context) error {
 	if err != nil {
 		return err //nolint:wrapcheck // *ingest.Error or a read failure, mapped by h
 	}
-	results, err := s.cfg.Ingest.Ingest(c, req)
+	results, err := s.cfg.Ingest.Ingest(c.Request.Context(), req)
 	if err != nil {
 		var ie *ingest.Error
 		if errors.As(err, &ie) {
@@ -66,7 +66,7 @@ func (s *Server) postEvents(c *gin.Context) error {
 		}
 		// Nothing of the request can be confirmed stored: the producer must
 		// retry, and deduplication makes the retry safe.
-		s.cfg.Logger.WarnContext(c, "ingest failed", "error", err)
+		s.cfg.Logger.WarnContext(c.Request.Context(), "ingest failed", "error", err)
 		return newProblem(http.StatusServiceUnavailable, "the event could not be stored; retry later")
 	}
 	views := make([]eventView, len(results))
@@ -96,11 +96,11 @@ func (s *Server) postEvents(c *gin.Context) error {
 }
 
 func (s *Server) getEvent(c *gin.Context) error {
-	ev, err := s.cfg.Store.EventGetByID(c, c.Param("id"))
+	ev, err := s.cfg.Store.EventGetByID(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return s.notFoundOr(err, "event")
 	}
-	jobs, err := s.cfg.Store.JobListByEvent(c, ev.ID)
+	jobs, err := s.cfg.Store.JobListByEvent(c.Request.Context(), ev.ID)
 	if err != nil {
 		return err //nolint:wrapcheck // mapped by h
 	}
@@ -134,14 +134,14 @@ func (s *Server) listEvents(c *gin.Context) error {
 			p.Ext[name] = v[0]
 		}
 	}
-	pg, err := s.cfg.Store.EventList(c, p)
+	pg, err := s.cfg.Store.EventList(c.Request.Context(), p)
 	if err != nil {
 		return err //nolint:wrapcheck // mapped by h
 	}
 	seq := s.sequenceOf(c)
 	views := make([]eventView, len(pg.Events))
 	for i, ev := range pg.Events {
-		jobs, err := s.cfg.Store.JobListByEvent(c, ev.ID)
+		jobs, err := s.cfg.Store.JobListByEvent(c.Request.Context(), ev.ID)
 		if err != nil {
 			return err //nolint:wrapcheck // mapped by h
 		}

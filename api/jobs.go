@@ -16,7 +16,7 @@ import (
 )
 
 func (s *Server) getJob(c *gin.Context) error {
-	j, err := s.cfg.Store.JobGetByID(c, c.Param("id"))
+	j, err := s.cfg.Store.JobGetByID(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return s.notFoundOr(err, "dispatch job")
 	}
@@ -34,7 +34,7 @@ func (s *Server) listJobs(c *gin.Context) error {
 		return err
 	}
 	p.Limit, p.Cursor = limit, cursor
-	pg, err := s.cfg.Store.JobList(c, p)
+	pg, err := s.cfg.Store.JobList(c.Request.Context(), p)
 	if err != nil {
 		return err //nolint:wrapcheck // mapped by h
 	}
@@ -81,14 +81,14 @@ func (s *Server) moveJob(c *gin.Context, j *dispatch.Job, to dispatch.Status, ty
 			ev.Data.Error = reason
 			events = append(events, ev)
 		}
-		err := s.cfg.Store.JobUpdate(c, &dispatch.JobUpdateParams{Job: j, Events: events})
+		err := s.cfg.Store.JobUpdate(c.Request.Context(), &dispatch.JobUpdateParams{Job: j, Events: events})
 		if err == nil {
 			return j, nil
 		}
 		if !isConflict(err) {
 			return nil, err //nolint:wrapcheck // mapped by h
 		}
-		if j, err = s.cfg.Store.JobGetByID(c, j.ID); err != nil {
+		if j, err = s.cfg.Store.JobGetByID(c.Request.Context(), j.ID); err != nil {
 			return nil, s.notFoundOr(err, "dispatch job")
 		}
 	}
@@ -104,21 +104,21 @@ func (s *Server) queueNow(c *gin.Context, j *dispatch.Job) *dispatch.Job {
 		return j
 	}
 	ev := j.StatusEvent(s.cfg.IDs.New(), stream.TypeDispatchQueued, now)
-	if err := s.cfg.Store.JobUpdate(c, &dispatch.JobUpdateParams{Job: j, Events: []stream.Event{ev}}); err != nil {
-		fresh, gerr := s.cfg.Store.JobGetByID(c, j.ID)
+	if err := s.cfg.Store.JobUpdate(c.Request.Context(), &dispatch.JobUpdateParams{Job: j, Events: []stream.Event{ev}}); err != nil {
+		fresh, gerr := s.cfg.Store.JobGetByID(c.Request.Context(), j.ID)
 		if gerr != nil {
 			return j
 		}
 		return fresh
 	}
 	if j.Delivery != dispatch.DeliveryPull {
-		_, _ = s.cfg.Enqueuer.Enqueue(c, []*dispatch.Job{j})
+		_, _ = s.cfg.Enqueuer.Enqueue(c.Request.Context(), []*dispatch.Job{j})
 	}
 	return j
 }
 
 func (s *Server) retryJob(c *gin.Context) error {
-	j, err := s.cfg.Store.JobGetByID(c, c.Param("id"))
+	j, err := s.cfg.Store.JobGetByID(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return s.notFoundOr(err, "dispatch job")
 	}
@@ -134,7 +134,7 @@ func (s *Server) retryJob(c *gin.Context) error {
 }
 
 func (s *Server) cancelJob(c *gin.Context) error {
-	j, err := s.cfg.Store.JobGetByID(c, c.Param("id"))
+	j, err := s.cfg.Store.JobGetByID(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return s.notFoundOr(err, "dispatch job")
 	}
@@ -181,7 +181,7 @@ func (s *Server) bulkRetry(c *gin.Context) error {
 	}
 	count := 0
 	for {
-		pg, err := s.cfg.Store.JobList(c, p)
+		pg, err := s.cfg.Store.JobList(c.Request.Context(), p)
 		if err != nil {
 			return err //nolint:wrapcheck // mapped by h
 		}
@@ -282,10 +282,10 @@ func (s *Server) createTaskJob(c *gin.Context) error {
 		j.StatusEvent(s.cfg.IDs.New(), stream.TypeDispatchCreated, now),
 		j.StatusEvent(s.cfg.IDs.New(), stream.TypeDispatchQueued, now),
 	}
-	if err := s.cfg.Store.JobInsertMany(c, &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{j}, Events: events}); err != nil {
+	if err := s.cfg.Store.JobInsertMany(c.Request.Context(), &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{j}, Events: events}); err != nil {
 		return newProblem(http.StatusServiceUnavailable, "the job could not be stored; retry later")
 	}
-	_, _ = s.cfg.Enqueuer.Enqueue(c, []*dispatch.Job{j})
+	_, _ = s.cfg.Enqueuer.Enqueue(c.Request.Context(), []*dispatch.Job{j})
 	c.Header("Location", "/api/dispatch-jobs/"+j.ID)
 	if !generated {
 		c.JSON(http.StatusCreated, j)

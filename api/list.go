@@ -64,7 +64,7 @@ func writePage[T any](c *gin.Context, items []T, next string) {
 
 // requestWithBody returns a copy of the request carrying body instead.
 func requestWithBody(c *gin.Context, body []byte) *http.Request {
-	r := c.Request.Clone(c)
+	r := c.Request.Clone(c.Request.Context())
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return r
 }

@@ -81,7 +81,7 @@ func (s *Server) createPool(c *gin.Context) error {
 	if errs := validatePool(p); len(errs) > 0 {
 		return unprocessable("the dispatch pool is invalid", errs...)
 	}
-	if err := s.cfg.Store.PoolInsert(c, p); err != nil {
+	if err := s.cfg.Store.PoolInsert(c.Request.Context(), p); err != nil {
 		if isConflict(err) {
 			return conflict(fmt.Sprintf("a dispatch pool with code %q exists", p.Code))
 		}
@@ -93,7 +93,7 @@ func (s *Server) createPool(c *gin.Context) error {
 }
 
 func (s *Server) listPools(c *gin.Context) error {
-	pools, err := s.cfg.Store.PoolList(c)
+	pools, err := s.cfg.Store.PoolList(c.Request.Context())
 	if err != nil {
 		return err //nolint:wrapcheck // mapped by h
 	}
@@ -102,7 +102,7 @@ func (s *Server) listPools(c *gin.Context) error {
 }
 
 func (s *Server) getPool(c *gin.Context) error {
-	p, err := s.cfg.Store.PoolGetByID(c, c.Param("id"))
+	p, err := s.cfg.Store.PoolGetByID(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return s.notFoundOr(err, "dispatch pool")
 	}
@@ -111,7 +111,7 @@ func (s *Server) getPool(c *gin.Context) error {
 }
 
 func (s *Server) patchPool(c *gin.Context) error {
-	p, err := s.cfg.Store.PoolGetByID(c, c.Param("id"))
+	p, err := s.cfg.Store.PoolGetByID(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return s.notFoundOr(err, "dispatch pool")
 	}
@@ -132,7 +132,7 @@ func (s *Server) patchPool(c *gin.Context) error {
 	if errs := validatePool(p); len(errs) > 0 {
 		return unprocessable("the dispatch pool is invalid", errs...)
 	}
-	if err := s.cfg.Store.PoolUpdate(c, p); err != nil {
+	if err := s.cfg.Store.PoolUpdate(c.Request.Context(), p); err != nil {
 		if isConflict(err) {
 			return conflict(fmt.Sprintf("a dispatch pool with code %q exists", p.Code))
 		}
@@ -146,14 +146,14 @@ func (s *Server) patchPool(c *gin.Context) error {
 }
 
 func (s *Server) deletePool(c *gin.Context) error {
-	p, err := s.cfg.Store.PoolGetByID(c, c.Param("id"))
+	p, err := s.cfg.Store.PoolGetByID(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return s.notFoundOr(err, "dispatch pool")
 	}
 	if p.Code == dispatch.DefaultPoolCode {
 		return conflict("the default pool cannot be deleted")
 	}
-	ix, err := s.cfg.Subscriptions.Index(c)
+	ix, err := s.cfg.Subscriptions.Index(c.Request.Context())
 	if err != nil {
 		return err //nolint:wrapcheck // mapped by h
 	}
@@ -162,7 +162,7 @@ func (s *Server) deletePool(c *gin.Context) error {
 			return conflict(fmt.Sprintf("the pool is used by subscription %q", sub.Code))
 		}
 	}
-	if err := s.cfg.Store.PoolDelete(c, p.ID); err != nil {
+	if err := s.cfg.Store.PoolDelete(c.Request.Context(), p.ID); err != nil {
 		return s.notFoundOr(err, "dispatch pool")
 	}
 	if s.cfg.PoolChangedFunc != nil {

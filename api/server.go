@@ -162,9 +162,9 @@ func (s *Server) h(fn func(c *gin.Context) error) gin.HandlerFunc {
 		}
 		p, internal := toProblem(err)
 		if internal {
-			s.cfg.Logger.ErrorContext(c, "request failed", "method", c.Request.Method, "path", c.FullPath(), "error", err)
+			s.cfg.Logger.ErrorContext(c.Request.Context(), "request failed", "method", c.Request.Method, "path", c.FullPath(), "error", err)
 		} else if p.Status == http.StatusServiceUnavailable {
-			s.cfg.Logger.WarnContext(c, "store unavailable", "path", c.FullPath(), "error", err)
+			s.cfg.Logger.WarnContext(c.Request.Context(), "store unavailable", "path", c.FullPath(), "error", err)
 		}
 		writeProblem(c, p)
 	}
@@ -173,7 +173,7 @@ func (s *Server) h(fn func(c *gin.Context) error) gin.HandlerFunc {
 func (s *Server) recoverPanics(c *gin.Context) {
 	defer func() {
 		if r := recover(); r != nil {
-			s.cfg.Logger.ErrorContext(c, "handler panicked", "path", c.Request.URL.Path, "panic", r)
+			s.cfg.Logger.ErrorContext(c.Request.Context(), "handler panicked", "path", c.Request.URL.Path, "panic", r)
 			if !c.Writer.Written() {
 				writeProblem(c, newProblem(http.StatusInternalServerError, "internal error"))
 			}
@@ -186,7 +186,7 @@ func (s *Server) recoverPanics(c *gin.Context) {
 func (s *Server) logRequests(c *gin.Context) {
 	start := s.cfg.NowFunc()
 	c.Next()
-	s.cfg.Logger.DebugContext(c, "request", "method", c.Request.Method, "path", c.Request.URL.Path,
+	s.cfg.Logger.DebugContext(c.Request.Context(), "request", "method", c.Request.Method, "path", c.Request.URL.Path,
 		"status", c.Writer.Status(), "duration_ms", s.cfg.NowFunc().Sub(start).Milliseconds())
 }
 
@@ -195,7 +195,7 @@ func (s *Server) healthz(c *gin.Context) {
 }
 
 func (s *Server) readyz(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c, 3*time.Second)
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
 	defer cancel()
 	checks := gin.H{}
 	ready := true

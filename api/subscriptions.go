@@ -46,7 +46,7 @@ func (s subscriptionWithSecret) MarshalJSON() ([]byte, error) {
 func (s *Server) checkSubscription(c *gin.Context, sub *subscription.Subscription) error {
 	errs := sub.Validate()
 	if sub.DispatchPoolID != nil && *sub.DispatchPoolID != "" {
-		if _, err := s.cfg.Store.PoolGetByID(c, *sub.DispatchPoolID); errors.Is(err, store.ErrNotFound) {
+		if _, err := s.cfg.Store.PoolGetByID(c.Request.Context(), *sub.DispatchPoolID); errors.Is(err, store.ErrNotFound) {
 			errs = append(errs, subscription.FieldError{Pointer: "/dispatchPoolId", Message: "no dispatch pool has this id"})
 		} else if err != nil {
 			return err //nolint:wrapcheck // mapped by h
@@ -73,7 +73,7 @@ func (s *Server) checkTarget(c *gin.Context, target string) error {
 	if err != nil {
 		return fmt.Errorf("is not a valid URL")
 	}
-	if err := router.CheckTarget(c, s.cfg.Resolver, u.Hostname()); err != nil {
+	if err := router.CheckTarget(c.Request.Context(), s.cfg.Resolver, u.Hostname()); err != nil {
 		if errors.Is(err, router.ErrPrivateTarget) {
 			return errors.New("resolves to a loopback, private or otherwise non-public address")
 		}
@@ -108,7 +108,7 @@ func (s *Server) createSubscription(c *gin.Context) error {
 		secret = *in.Secret
 	}
 	sub.Secrets = []subscription.Secret{{Value: secret}}
-	if err := s.cfg.Store.SubscriptionInsert(c, sub); err != nil {
+	if err := s.cfg.Store.SubscriptionInsert(c.Request.Context(), sub); err != nil {
 		if isConflict(err) {
 			return conflict(fmt.Sprintf("a subscription with code %q exists for this client", sub.Code))
 		}
@@ -129,7 +129,7 @@ func (s *Server) listSubscriptions(c *gin.Context) error {
 	if v, ok := c.GetQuery("clientId"); ok {
 		p.ClientID = &v
 	}
-	pg, err := s.cfg.Store.SubscriptionList(c, p)
+	pg, err := s.cfg.Store.SubscriptionList(c.Request.Context(), p)
 	if err != nil {
 		return err //nolint:wrapcheck // mapped by h
 	}
@@ -138,7 +138,7 @@ func (s *Server) listSubscriptions(c *gin.Context) error {
 }
 
 func (s *Server) getSubscription(c *gin.Context) error {
-	sub, err := s.cfg.Store.SubscriptionGetByID(c, c.Param("id"))
+	sub, err := s.cfg.Store.SubscriptionGetByID(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return s.notFoundOr(err, "subscription")
 	}
@@ -150,7 +150,7 @@ func (s *Server) getSubscription(c *gin.Context) error {
 // cache, so the change applies to the next event on this instance.
 func (s *Server) writeSubscription(c *gin.Context, sub *subscription.Subscription) error {
 	sub.UpdatedAt = s.now()
-	if err := s.cfg.Store.SubscriptionUpdate(c, sub); err != nil {
+	if err := s.cfg.Store.SubscriptionUpdate(c.Request.Context(), sub); err != nil {
 		if isConflict(err) {
 			return conflict(fmt.Sprintf("a subscription with code %q exists for this client", sub.Code))
 		}
@@ -161,7 +161,7 @@ func (s *Server) writeSubscription(c *gin.Context, sub *subscription.Subscriptio
 }
 
 func (s *Server) patchSubscription(c *gin.Context) error {
-	cur, err := s.cfg.Store.SubscriptionGetByID(c, c.Param("id"))
+	cur, err := s.cfg.Store.SubscriptionGetByID(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return s.notFoundOr(err, "subscription")
 	}
@@ -194,7 +194,7 @@ func (s *Server) patchSubscription(c *gin.Context) error {
 }
 
 func (s *Server) setSubscriptionStatus(c *gin.Context, status subscription.Status) error {
-	sub, err := s.cfg.Store.SubscriptionGetByID(c, c.Param("id"))
+	sub, err := s.cfg.Store.SubscriptionGetByID(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return s.notFoundOr(err, "subscription")
 	}
@@ -216,10 +216,10 @@ func (s *Server) resumeSubscription(c *gin.Context) error {
 
 func (s *Server) deleteSubscription(c *gin.Context) error {
 	id := c.Param("id")
-	if _, err := s.cfg.Store.SubscriptionGetByID(c, id); err != nil {
+	if _, err := s.cfg.Store.SubscriptionGetByID(c.Request.Context(), id); err != nil {
 		return s.notFoundOr(err, "subscription")
 	}
-	if err := s.cfg.Store.SubscriptionDelete(c, id); err != nil {
+	if err := s.cfg.Store.SubscriptionDelete(c.Request.Context(), id); err != nil {
 		return s.notFoundOr(err, "subscription")
 	}
 	s.cfg.Subscriptions.Invalidate()
@@ -239,7 +239,7 @@ func (s *Server) deleteSubscription(c *gin.Context) error {
 func (s *Server) cancelJobs(c *gin.Context, p *dispatch.JobListParams, reason string) error {
 	p.Limit = limitMax
 	for {
-		pg, err := s.cfg.Store.JobList(c, p)
+		pg, err := s.cfg.Store.JobList(c.Request.Context(), p)
 		if err != nil {
 			return err //nolint:wrapcheck // mapped by h
 		}
@@ -256,7 +256,7 @@ func (s *Server) cancelJobs(c *gin.Context, p *dispatch.JobListParams, reason st
 }
 
 func (s *Server) rotateSecret(c *gin.Context) error {
-	sub, err := s.cfg.Store.SubscriptionGetByID(c, c.Param("id"))
+	sub, err := s.cfg.Store.SubscriptionGetByID(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return s.notFoundOr(err, "subscription")
 	}
@@ -281,7 +281,7 @@ func (s *Server) rotateSecret(c *gin.Context) error {
 }
 
 func (s *Server) getSecret(c *gin.Context) error {
-	sub, err := s.cfg.Store.SubscriptionGetByID(c, c.Param("id"))
+	sub, err := s.cfg.Store.SubscriptionGetByID(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return s.notFoundOr(err, "subscription")
 	}
