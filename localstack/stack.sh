@@ -6,7 +6,9 @@
 # Usage: localstack/stack.sh start|stop|status|env
 #
 #   start   install/build what is missing, start both servers in the background
-#           and wait until they answer; a server already running is left alone
+#           and wait until they answer; a server already running is left alone,
+#           and a server on the port that this script did not start (another
+#           checkout's stack, a real LocalStack or MongoDB) is used as it is
 #   stop    stop the servers this script started (by their recorded PIDs only)
 #   status  print the state of each server; exit 0 only when both are running
 #   env     print the export lines the integration tests read
@@ -103,11 +105,20 @@ build_ferretdb() {
 	printf '%s\n' "$want" >"$marker"
 }
 
+# sqs_ready makes a real SQS request (ListQueues, AWS JSON protocol), which
+# fauxqs, LocalStack and SQS-compatible servers alike answer.
 sqs_ready() {
 	node -e '
-		fetch(process.argv[1], { signal: AbortSignal.timeout(2000) })
-			.then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1));
-	' "http://127.0.0.1:$sqs_port/health"
+		fetch(process.argv[1], {
+			method: "POST",
+			headers: {
+				"Content-Type": "application/x-amz-json-1.0",
+				"X-Amz-Target": "AmazonSQS.ListQueues",
+			},
+			body: "{}",
+			signal: AbortSignal.timeout(2000),
+		}).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1));
+	' "http://127.0.0.1:$sqs_port/"
 }
 
 mongo_ready() {
@@ -141,9 +152,6 @@ wait_ready() {
 launch() {
 	local name="$1" port="$2"
 	shift 2
-	if port_open "$port"; then
-		die "port $port is already in use by a process this script did not start; set HOOKLANE_STACK_${name^^}_PORT"
-	fi
 	mkdir -p "$run_dir"
 	# setsid: the server must outlive the shell (and its process group) that
 	# ran `start`, e.g. a Makefile recipe.
@@ -155,6 +163,12 @@ start_sqs() {
 	local pid
 	if pid="$(pid_of sqs)"; then
 		log "sqs already running (pid $pid) on 127.0.0.1:$(<"$run_dir/sqs.port")"
+		return 0
+	fi
+	if port_open "$sqs_port"; then
+		# Another checkout's stack, or a real LocalStack: use it as it is.
+		sqs_ready || die "port $sqs_port is in use but does not answer SQS requests; set HOOKLANE_STACK_SQS_PORT"
+		log "sqs: a server this script did not start already answers on 127.0.0.1:$sqs_port; using it"
 		return 0
 	fi
 	install_sqs
@@ -172,6 +186,11 @@ start_mongo() {
 	local pid
 	if pid="$(pid_of mongo)"; then
 		log "mongo already running (pid $pid) on 127.0.0.1:$(<"$run_dir/mongo.port")"
+		return 0
+	fi
+	if port_open "$mongo_port"; then
+		# Another checkout's stack, or a real MongoDB: use it as it is.
+		log "mongo: a server this script did not start already listens on 127.0.0.1:$mongo_port; using it"
 		return 0
 	fi
 	build_ferretdb
@@ -211,6 +230,12 @@ status_one() {
 	local name="$1" pid
 	if pid="$(pid_of "$name")"; then
 		printf '%s\trunning\tpid %s\tport %s\n' "$name" "$pid" "$(<"$run_dir/$name.port")"
+		return 0
+	fi
+	local port
+	if [[ "$name" == sqs ]]; then port="$sqs_port"; else port="$mongo_port"; fi
+	if port_open "$port"; then
+		printf '%s\texternal\tport %s (not started by this script)\n' "$name" "$port"
 		return 0
 	fi
 	printf '%s\tstopped\n' "$name"
