@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,15 +66,20 @@ func TestMongoDriverAgainstStack(t *testing.T) {
 	require.ErrorIs(t, err, mongo.ErrNoDocuments)
 }
 
-// TestSQSServerHealth checks the stack's SQS-compatible server answers; the
-// queue/sqsqueue tests exercise it in depth.
-func TestSQSServerHealth(t *testing.T) {
+// TestSQSServerAnswers checks the stack's SQS-compatible server answers a
+// real SQS request (ListQueues, AWS JSON protocol); the queue/sqsqueue tests
+// exercise it in depth.
+func TestSQSServerAnswers(t *testing.T) {
 	t.Parallel()
 	endpoint := cmp.Or(os.Getenv("HOOKLANE_TEST_SQS_ENDPOINT"), "http://127.0.0.1:4566")
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, endpoint+"/health", nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint+"/", strings.NewReader("{}"))
 	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	req.Header.Set("X-Amz-Target", "AmazonSQS.ListQueues")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err, "is the stack running? localstack/stack.sh start")
-	require.NoError(t, resp.Body.Close())
+	defer func() { require.NoError(t, resp.Body.Close()) }()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var body map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
 }
