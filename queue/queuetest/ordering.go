@@ -165,3 +165,21 @@ func testConcurrentConsumers(t *testing.T, s *suite) {
 	require.Equal(t, total, received)
 	s.expectNone(t, q, 0)
 }
+
+// testSendToBusyGroup requires a message sent to a group whose head is in
+// flight to wait behind it, and the in-flight head not to come back.
+func testSendToBusyGroup(t *testing.T, s *suite) {
+	q := s.newQueue(t)
+	send(t, q, msg("a", 0))
+	first := s.receiveSome(t, q, 1, longVisibility)
+	require.Equal(t, "a-0", string(first[0].Body))
+
+	send(t, q, msg("a", 1), msg("b", 0))
+	got := s.receiveSome(t, q, queue.MaxBatch, longVisibility)
+	require.Equal(t, []string{"b-0"}, bodies(got), "group a is locked while a-0 is in flight")
+	s.expectNone(t, q, s.f.pollWait())
+
+	require.NoError(t, q.Delete(t.Context(), first[0].ReceiptHandle))
+	next := s.receiveSome(t, q, queue.MaxBatch, longVisibility)
+	require.Equal(t, []string{"a-1"}, bodies(next))
+}

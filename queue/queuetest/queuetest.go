@@ -35,6 +35,7 @@ func Run(t *testing.T, f Features, newQueue func(t *testing.T) queue.Queue) {
 		{"FIFOWithinGroup", testFIFOWithinGroup},
 		{"OneInFlightPerGroup", testOneInFlightPerGroup},
 		{"GroupsIndependent", testGroupsIndependent},
+		{"SendToBusyGroup", testSendToBusyGroup},
 		{"ConcurrentConsumers", testConcurrentConsumers},
 		{"VisibilityExpiryRedelivers", testVisibilityExpiryRedelivers},
 		{"DefaultVisibilityHides", testDefaultVisibilityHides},
