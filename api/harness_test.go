@@ -1,0 +1,121 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/api"
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/queue/memqueue"
+	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/subscription"
+)
+
+// testServer is an api.Server over a real SQLite store in t.TempDir() and an
+// in-process queue, served by httptest on 127.0.0.1. Everything it starts
+// stops in t.Cleanup.
+type testServer struct {
+	// URL is the base URL, e.g. http://127.0.0.1:41234.
+	URL      string
+	Store    *sqlitestore.Store
+	Queue    *memqueue.Queue
+	Registry *schema.Registry
+	Subs     *subscription.Cache
+	IDs      *idgen.Generator
+	// Config is the configuration the server was built with, after cfg ran.
+	Config api.Config
+}
+
+// newTestServer builds the server the way cmd/hooklane wires it: the
+// default dispatch pool exists, authentication is off and private targets
+// are allowed (so httptest receivers can be targets). cfg, when not nil,
+// edits the configuration before the server is built; its Store, Queue,
+// Ingest, Subscriptions and Registry fields are already set.
+func newTestServer(t *testing.T, cfg func(*api.Config)) *testServer {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(t.TempDir(), "hooklane.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	q := memqueue.New(memqueue.Config{})
+	t.Cleanup(func() { require.NoError(t, q.Close()) })
+
+	ids := idgen.New(nil)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	require.NoError(t, st.PoolInsert(ctx, &dispatch.Pool{
+		ID: ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default pool", Burst: 1,
+		Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now,
+	}))
+
+	subs := subscription.NewCache(subscription.CacheConfig{Store: st})
+	t.Cleanup(subs.Close)
+	registry := schema.NewRegistry(schema.RegistryConfig{Store: st})
+	enq := &dispatch.Enqueuer{Queue: q, Store: st, NewID: ids.New, NowFunc: time.Now}
+	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Enqueuer: enq, IDs: ids})
+	c := api.Config{
+		Store: st, Queue: q, Ingest: svc, Enqueuer: enq,
+		Limits:        ingest.Limits{MaxEventBytes: 256 << 10, MaxRequestBytes: 4 << 20, MaxBatch: 100},
+		Subscriptions: subs, Registry: registry, AllowPrivateTargets: true, IDs: ids, Version: "test",
+	}
+	if cfg != nil {
+		cfg(&c)
+	}
+	srv := httptest.NewServer(api.New(c).Handler())
+	t.Cleanup(srv.Close)
+	return &testServer{URL: srv.URL, Store: st, Queue: q, Registry: registry, Subs: subs, IDs: ids, Config: c}
+}
+
+// do sends a request and returns the response (its body already read and
+// closed, but readable again from resp.Body) and the body decoded as a JSON
+// object (nil when the body is empty or not an object). body is sent raw
+// when it is a string or []byte, as JSON otherwise, and nothing when nil.
+// The content type is application/json unless headers, given as name,
+// value pairs, set another.
+func (s *testServer) do(t *testing.T, method, path string, body any, headers ...string) (*http.Response, map[string]any) {
+	t.Helper()
+	require.Zero(t, len(headers)%2, "headers must be name, value pairs")
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	case []byte:
+		r = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		require.NoError(t, err)
+		r = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, s.URL+path, r)
+	require.NoError(t, err)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	resp.Body = io.NopCloser(bytes.NewReader(raw))
+	var out map[string]any
+	if len(bytes.TrimSpace(raw)) > 0 && bytes.TrimSpace(raw)[0] == '{' {
+		require.NoError(t, json.Unmarshal(raw, &out), "body: %s", raw)
+	}
+	return resp, out
+}
