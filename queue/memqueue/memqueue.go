@@ -315,14 +315,14 @@ func (q *Queue) wait(ctx context.Context, maxMsgs int, visibility, wait time.Dur
 			q.mu.Unlock()
 			return nil, queue.ErrClosed
 		}
+		// Unlist w before taking, so a wake-up takeLocked sends is meant
+		// for another waiter and cannot be swallowed by this one.
+		q.waiters.remove(w)
 		if msgs := q.takeLocked(maxMsgs, visibility); len(msgs) > 0 {
-			q.waiters.remove(w)
 			q.mu.Unlock()
 			return msgs, nil
 		}
-		if !w.listed {
-			q.waiters.push(w)
-		}
+		q.waiters.push(w)
 		var expiryC <-chan time.Time
 		if len(q.visibility) > 0 {
 			d := q.visibility[0].visibleAt.Sub(q.cfg.NowFunc())
@@ -375,6 +375,7 @@ func (q *Queue) takeLocked(maxMsgs int, visibility time.Duration) []queue.Messag
 		return nil
 	}
 	out := make([]queue.Message, n)
+	earliest := false
 	for i := range out {
 		g := q.ready.pop()
 		g.ready = false
@@ -386,9 +387,15 @@ func (q *Queue) takeLocked(maxMsgs int, visibility time.Duration) []queue.Messag
 		m.visibleAt = now.Add(visibility)
 		q.inFlight[m.receipt] = m
 		heap.Push(&q.visibility, m)
+		if m.heapIndex == 0 {
+			earliest = true
+		}
 		out[i] = queue.Message{ID: m.id, Group: g.name, Body: m.body, ReceiptHandle: m.receipt, ReceiveCount: m.receiveCount}
 	}
-	if q.ready.len() > 0 {
+	// Waiters sleep until the earliest expiry they saw; one must look again
+	// when an expiry now comes sooner, and one more must come for any
+	// groups left receivable.
+	if earliest || q.ready.len() > 0 {
 		q.waiters.wake(1)
 	}
 	return out
@@ -476,6 +483,10 @@ func (q *Queue) ChangeVisibility(ctx context.Context, receiptHandle string, d ti
 	}
 	m.visibleAt = q.cfg.NowFunc().Add(d)
 	heap.Fix(&q.visibility, m.heapIndex)
+	if m.heapIndex == 0 {
+		// The earliest expiry may now come sooner than waiters expect.
+		q.waiters.wake(1)
+	}
 	return nil
 }
 

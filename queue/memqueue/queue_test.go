@@ -393,3 +393,63 @@ func TestStatsCountsMessages(t *testing.T) {
 	receiveNow(t, b.q, 10, 0)
 	require.Equal(t, memqueue.Stats{Messages: 3, InFlight: 2, Groups: 2, DedupIDs: 3}, b.q.Stats())
 }
+
+func TestWaiterWokenByShortenedVisibility(t *testing.T) {
+	t.Parallel()
+	q := memqueue.New(memqueue.Config{})
+	t.Cleanup(func() { _ = q.Close() })
+	sendAll(t, q, out("a", "1", "a1"))
+	held := receiveNow(t, q, 1, time.Minute)
+
+	got := make(chan []queue.Message, 1)
+	go func() {
+		// A Receive whose wait ends takes what is receivable by then;
+		// ending it by ctx instead proves it was woken early.
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		msgs, _ := q.Receive(ctx, queue.ReceiveParams{Max: 1, Wait: 20 * time.Second})
+		got <- msgs
+	}()
+	require.Eventually(t, func() bool { return q.Stats().Waiters == 1 }, 5*time.Second, time.Millisecond)
+	// The waiter planned to sleep until the 1-minute expiry.
+	require.NoError(t, q.ChangeVisibility(t.Context(), held[0].ReceiptHandle, 50*time.Millisecond))
+	msgs := <-got
+	require.Equal(t, []string{"a1"}, bodiesOf(msgs), "the waiter must notice the sooner expiry")
+	require.Equal(t, 2, msgs[0].ReceiveCount)
+}
+
+func TestWaiterWokenByNewEarliestExpiry(t *testing.T) {
+	t.Parallel()
+	q := memqueue.New(memqueue.Config{})
+	t.Cleanup(func() { _ = q.Close() })
+
+	type result struct {
+		msgs []queue.Message
+		err  error
+	}
+	first, second := make(chan result, 1), make(chan result, 1)
+	go func() {
+		msgs, err := q.Receive(t.Context(), queue.ReceiveParams{Max: 1, Wait: 20 * time.Second, Visibility: 50 * time.Millisecond})
+		first <- result{msgs, err}
+	}()
+	require.Eventually(t, func() bool { return q.Stats().Waiters == 1 }, 5*time.Second, time.Millisecond)
+	go func() {
+		// Ended by ctx, not by its wait, so only an early wake-up passes.
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		msgs, err := q.Receive(ctx, queue.ReceiveParams{Max: 1, Wait: 20 * time.Second, Visibility: time.Minute})
+		second <- result{msgs, err}
+	}()
+	require.Eventually(t, func() bool { return q.Stats().Waiters == 2 }, 5*time.Second, time.Millisecond)
+
+	// Waiters are served first come first served: the first takes a1 for
+	// 50 ms. The second, asleep with no expiry in sight, must wake for it.
+	sendAll(t, q, out("a", "1", "a1"))
+	r := <-first
+	require.NoError(t, r.err)
+	require.Equal(t, []string{"a1"}, bodiesOf(r.msgs))
+	r = <-second
+	require.NoError(t, r.err)
+	require.Equal(t, []string{"a1"}, bodiesOf(r.msgs))
+	require.Equal(t, 2, r.msgs[0].ReceiveCount)
+}
