@@ -31,8 +31,9 @@ const (
 	DedupWindowDefault = 5 * time.Minute
 	// MaxBodySize is the largest message body accepted, SQS's limit.
 	MaxBodySize = 256 << 10
-	// maxWait caps a long poll, as SQS does; a caller waits again.
-	maxWait = 20 * time.Second
+	// MaxWait caps the wait of one Receive, as SQS does; a caller wanting
+	// longer calls Receive again.
+	MaxWait = 20 * time.Second
 	// freeListMax bounds the recycled message structs kept for reuse.
 	freeListMax = 1024
 )
@@ -93,8 +94,12 @@ type Queue struct {
 	freeGroups []*group
 }
 
-// New returns an empty queue.
+// New returns an empty queue. It panics on a negative duration in cfg, a
+// programmer error.
 func New(cfg Config) *Queue {
+	if cfg.VisibilityTimeout < 0 || cfg.DedupWindow < 0 {
+		panic(fmt.Sprintf("memqueue: negative VisibilityTimeout %s or DedupWindow %s", cfg.VisibilityTimeout, cfg.DedupWindow))
+	}
 	cfg.VisibilityTimeout = cmp.Or(cfg.VisibilityTimeout, VisibilityTimeoutDefault)
 	cfg.DedupWindow = cmp.Or(cfg.DedupWindow, DedupWindowDefault)
 	if cfg.NowFunc == nil {
@@ -292,7 +297,7 @@ func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Mes
 	if len(msgs) > 0 || p.Wait <= 0 {
 		return msgs, nil
 	}
-	return q.wait(ctx, p.Max, visibility, min(p.Wait, maxWait))
+	return q.wait(ctx, p.Max, visibility, min(p.Wait, MaxWait))
 }
 
 // wait long-polls: it sleeps until woken by a send, a delete, a returned

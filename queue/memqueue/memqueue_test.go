@@ -25,7 +25,7 @@ func TestConformance(t *testing.T) {
 	queuetest.Run(t, queuetest.Features{
 		DedupWindow:           suiteDedupWindow,
 		VisibilityGranularity: 250 * time.Millisecond,
-		MaxWait:               20 * time.Second,
+		MaxWait:               memqueue.MaxWait,
 	}, func(t *testing.T) queue.Queue {
 		q := memqueue.New(memqueue.Config{DedupWindow: suiteDedupWindow})
 		t.Cleanup(func() { _ = q.Close() })

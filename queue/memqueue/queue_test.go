@@ -453,3 +453,20 @@ func TestWaiterWokenByNewEarliestExpiry(t *testing.T) {
 	require.Equal(t, []string{"a1"}, bodiesOf(r.msgs))
 	require.Equal(t, 2, r.msgs[0].ReceiveCount)
 }
+
+func TestNewPanicsOnNegativeDurations(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		cfg  memqueue.Config
+	}{
+		{"VisibilityTimeout", memqueue.Config{VisibilityTimeout: -time.Second}},
+		{"DedupWindow", memqueue.Config{DedupWindow: -time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Panics(t, func() { memqueue.New(tt.cfg) })
+		})
+	}
+}
