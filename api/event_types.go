@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -57,13 +58,23 @@ func (s *Server) newVersion(in versionInput, prefix string) (schema.Version, []F
 	if len(in.Schema) == 0 || string(in.Schema) == "null" {
 		errs = append(errs, FieldError{Pointer: prefix + "/schema", Message: "is required"})
 	} else if _, err := schema.Compile("check", "0.0", in.Schema); err != nil {
-		errs = append(errs, FieldError{Pointer: prefix + "/schema", Message: "does not compile as JSON Schema: " + err.Error()})
+		errs = append(errs, schemaError(prefix+"/schema", err))
 	}
 	now := s.now()
 	return schema.Version{
 		Version: in.Version, SchemaType: in.SchemaType, MimeType: in.MimeType, Schema: in.Schema,
 		Status: in.Status, CreatedAt: now, UpdatedAt: now,
 	}, errs
+}
+
+// schemaError locates a schema compile error below the pointer of the
+// schema member.
+func schemaError(at string, err error) FieldError {
+	var ce *schema.CompileError
+	if errors.As(err, &ce) {
+		return FieldError{Pointer: at + ce.Pointer, Message: "does not compile as JSON Schema: " + ce.Message}
+	}
+	return FieldError{Pointer: at, Message: "does not compile as JSON Schema: " + err.Error()}
 }
 
 func (s *Server) createEventType(c *gin.Context) error {
@@ -267,7 +278,7 @@ func (s *Server) patchVersion(c *gin.Context) error {
 	}
 	if len(in.Schema) > 0 {
 		if _, err := schema.Compile("check", "0.0", in.Schema); err != nil {
-			return unprocessable("the schema does not compile", FieldError{Pointer: "/schema", Message: "does not compile as JSON Schema: " + err.Error()})
+			return unprocessable("the schema does not compile", schemaError("/schema", err))
 		}
 	}
 	var out schema.Version

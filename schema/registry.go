@@ -1,20 +1,16 @@
 package schema
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/store"
@@ -54,6 +50,9 @@ type Registry struct {
 	types     map[string]*cachedType
 	gen       int64
 	checkedAt time.Time
+	// epoch counts cache drops, so a store read that raced with one is not
+	// cached: it may predate the change that caused the drop.
+	epoch uint64
 }
 
 type cachedType struct {
@@ -104,7 +103,12 @@ func NewRegistry(cfg RegistryConfig) *Registry {
 func (r *Registry) Invalidate() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.dropLocked()
+}
+
+func (r *Registry) dropLocked() {
 	clear(r.types)
+	r.epoch++
 }
 
 // Validate checks that ev's type is registered and CURRENT, resolves the
@@ -165,10 +169,11 @@ func (r *Registry) lookup(ctx context.Context, code string) (*cachedType, error)
 		r.checkedAt = now
 		if gen != r.gen {
 			r.gen = gen
-			clear(r.types)
+			r.dropLocked()
 		}
 	}
 	ct, ok := r.types[code]
+	epoch := r.epoch
 	r.mu.Unlock()
 	if ok {
 		return ct, nil
@@ -182,7 +187,9 @@ func (r *Registry) lookup(ctx context.Context, code string) (*cachedType, error)
 	}
 	ct = &cachedType{t: t, compiled: make(map[string]*jsonschema.Schema)}
 	r.mu.Lock()
-	r.types[code] = ct
+	if r.epoch == epoch {
+		r.types[code] = ct
+	}
 	r.mu.Unlock()
 	return ct, nil
 }
@@ -259,77 +266,4 @@ func (r *Registry) compiled(ct *cachedType, v *Version) (*jsonschema.Schema, err
 	ct.compiled[v.Version] = sch
 	r.mu.Unlock()
 	return sch, nil
-}
-
-// Compile compiles a JSON Schema (draft 2020-12 by default; draft-07 when
-// its $schema says so) with format assertions on.
-func Compile(code, version string, raw []byte) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("parse schema: %w", err)
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	url := "mem:///" + code + "/" + version + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, fmt.Errorf("add schema: %w", err)
-	}
-	sch, err := c.Compile(url)
-	if err != nil {
-		return nil, fmt.Errorf("compile: %w", err)
-	}
-	return sch, nil
-}
-
-func validateData(sch *jsonschema.Schema, ev *cloudevent.Event) error {
-	if ev.Data == nil {
-		if ev.DataBase64 != nil {
-			return &Rejection{
-				Detail:     "the event's data is binary but its type has a JSON Schema",
-				Violations: []Violation{{Pointer: "/data_base64", Message: "data must be JSON for this event type"}},
-			}
-		}
-	}
-	var inst any
-	if ev.Data != nil {
-		var err error
-		inst, err = jsonschema.UnmarshalJSON(bytes.NewReader(ev.Data))
-		if err != nil {
-			return &Rejection{Detail: "the event's data is not valid JSON", Violations: []Violation{{Pointer: "/data", Message: err.Error()}}}
-		}
-	}
-	err := sch.Validate(inst)
-	if err == nil {
-		return nil
-	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return fmt.Errorf("validate data: %w", err)
-	}
-	p := message.NewPrinter(language.English)
-	var violations []Violation
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			violations = append(violations, Violation{Pointer: DataPointer(e.InstanceLocation), Message: e.ErrorKind.LocalizedString(p)})
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	slices.SortStableFunc(violations, func(a, b Violation) int { return strings.Compare(a.Pointer, b.Pointer) })
-	return &Rejection{Detail: "the event's data does not match the schema of its type", Violations: violations}
-}
-
-// DataPointer returns the JSON pointer of an instance location below /data.
-func DataPointer(loc []string) string {
-	var b strings.Builder
-	b.WriteString("/data")
-	for _, tok := range loc {
-		b.WriteByte('/')
-		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1"))
-	}
-	return b.String()
 }

@@ -1,0 +1,98 @@
+package schema
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/hooklane/hooklane/cloudevent"
+)
+
+// validateData validates ev's data against sch and returns a *Rejection
+// with one violation per problem, located in the event's structured form.
+func validateData(sch *jsonschema.Schema, ev *cloudevent.Event) error {
+	if ev.Data == nil && ev.DataBase64 != nil {
+		return &Rejection{
+			Detail:     "the event's data is binary but its type has a JSON Schema",
+			Violations: []Violation{{Pointer: "/data_base64", Message: "data must be JSON for this event type"}},
+		}
+	}
+	var inst any
+	if ev.Data != nil {
+		var err error
+		inst, err = jsonschema.UnmarshalJSON(bytes.NewReader(ev.Data))
+		if err != nil {
+			return &Rejection{Detail: "the event's data is not valid JSON", Violations: []Violation{{Pointer: "/data", Message: err.Error()}}}
+		}
+	}
+	err := sch.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return fmt.Errorf("validate data: %w", err)
+	}
+	return &Rejection{Detail: "the event's data does not match the schema of its type", Violations: Violations(ve)}
+}
+
+// Violations flattens a validation error into one violation per problem,
+// pointing below /data: a missing required property gives one entry per
+// property at the object that lacks it; an additional property that is not
+// allowed gives one entry at that property. They are ordered by pointer,
+// then message, without duplicates.
+func Violations(ve *jsonschema.ValidationError) []Violation {
+	p := message.NewPrinter(language.English)
+	var out []Violation
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		switch k := e.ErrorKind.(type) {
+		case *kind.Required:
+			for _, name := range k.Missing {
+				out = append(out, Violation{Pointer: DataPointer(e.InstanceLocation), Message: fmt.Sprintf("missing required property '%s'", name)})
+			}
+		case *kind.AdditionalProperties:
+			for _, name := range k.Properties {
+				loc := append(slices.Clip(e.InstanceLocation), name)
+				out = append(out, Violation{Pointer: DataPointer(loc), Message: fmt.Sprintf("property '%s' is not allowed (additionalProperties is false)", name)})
+			}
+		default:
+			out = append(out, Violation{Pointer: DataPointer(e.InstanceLocation), Message: e.ErrorKind.LocalizedString(p)})
+		}
+	}
+	walk(ve)
+	slices.SortFunc(out, func(a, b Violation) int {
+		if c := strings.Compare(a.Pointer, b.Pointer); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Message, b.Message)
+	})
+	return slices.Compact(out)
+}
+
+// DataPointer returns the JSON pointer of an instance location below /data.
+func DataPointer(loc []string) string { return Pointer("/data", loc) }
+
+// Pointer returns prefix followed by the RFC 6901 pointer of loc.
+func Pointer(prefix string, loc []string) string {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for _, tok := range loc {
+		b.WriteByte('/')
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1"))
+	}
+	return b.String()
+}
