@@ -273,8 +273,13 @@ func (s *Server) patchVersion(c *gin.Context) error {
 	if err := decodeJSON(c.Request, &in, adminBodyLimit); err != nil {
 		return err
 	}
-	if in.Status != nil && *in.Status != schema.VersionCurrent && *in.Status != schema.VersionDeprecated {
+	// FINALISING is a status, so asking for it is a move that is not
+	// allowed (409), not a malformed request.
+	if in.Status != nil && !slices.Contains([]schema.VersionStatus{schema.VersionFinalising, schema.VersionCurrent, schema.VersionDeprecated}, *in.Status) {
 		return unprocessable("status must be CURRENT or DEPRECATED", FieldError{Pointer: "/status", Message: "must be CURRENT or DEPRECATED"})
+	}
+	if string(in.Schema) == "null" {
+		in.Schema = nil
 	}
 	if len(in.Schema) > 0 {
 		if _, err := schema.Compile("check", "0.0", in.Schema); err != nil {
