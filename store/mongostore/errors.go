@@ -15,7 +15,8 @@ import (
 // boundary: no document → store.ErrNotFound, duplicate key →
 // store.ErrConflict, a disconnected client → store.ErrClosed, and an
 // unreachable server (network error, server selection failure, timeout not
-// caused by ctx) → an error wrapping both store.ErrUnavailable and the cause.
+// caused by ctx, or a FerretDB server too busy to write) → an error wrapping
+// both store.ErrUnavailable and the cause.
 // Errors of ctx itself stay as they are, so a cancelled caller is not told
 // the database is down.
 func translate(ctx context.Context, err error) error {
@@ -30,7 +31,7 @@ func translate(ctx context.Context, err error) error {
 		return store.ErrClosed
 	case ctx.Err() != nil:
 		return fmt.Errorf("%w: %w", ctx.Err(), err)
-	case unavailable(err):
+	case unavailable(err), ferretBusy(err):
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	return err
@@ -51,4 +52,14 @@ func unavailable(err error) bool {
 func ferretUniqueViolation(err error) bool {
 	var se mongo.ServerError
 	return errors.As(err, &se) && se.HasErrorMessage("UNIQUE constraint failed")
+}
+
+// ferretBusy reports whether err is FerretDB's (v1, SQLite backend) refusal
+// of a write while another connection holds the database's write lock
+// (SQLITE_BUSY, as an InternalError). Nothing of the refused command's
+// transaction was written; like an unreachable server, it is worth a retry,
+// so callers get store.ErrUnavailable (503 with Retry-After at the API).
+func ferretBusy(err error) bool {
+	var se mongo.ServerError
+	return errors.As(err, &se) && se.HasErrorMessage("(SQLITE_BUSY)")
 }

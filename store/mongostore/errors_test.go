@@ -28,6 +28,7 @@ func TestTranslate(t *testing.T) {
 		{"DuplicateKeyWrite", live, mongo.WriteException{WriteErrors: mongo.WriteErrors{{Code: 11000, Message: "E11000 duplicate key"}}}, store.ErrConflict},
 		{"DuplicateKeyBulk", live, mongo.BulkWriteException{WriteErrors: []mongo.BulkWriteError{{WriteError: mongo.WriteError{Code: 11000}}}}, store.ErrConflict},
 		{"FerretUniqueOnUpdate", live, mongo.CommandError{Code: 1, Name: "InternalError", Message: "constraint failed: UNIQUE constraint failed: index 'x' (2067)"}, store.ErrConflict},
+		{"FerretBusy", live, mongo.CommandError{Code: 1, Name: "InternalError", Message: "[msg_insert.go:168 handler.(*Handler).MsgInsert] database is locked (5) (SQLITE_BUSY)"}, store.ErrUnavailable},
 		{"Disconnected", live, mongo.ErrClientDisconnected, store.ErrClosed},
 		{"ServerSelection", live, topology.ServerSelectionError{Wrapped: errors.New("connection refused")}, store.ErrUnavailable},
 		{"Network", live, network, store.ErrUnavailable},
