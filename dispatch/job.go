@@ -83,8 +83,9 @@ type Job struct {
 	MaxAttempts   int        `json:"maxAttempts"`
 	NextAttemptAt *time.Time `json:"nextAttemptAt"`
 	LastError     *string    `json:"lastError"`
-	// BlockedBy is the id of the failing job holding this job back in a
-	// BLOCK_ON_ERROR group, empty when not blocked.
+	// BlockedBy is the id of the unfinished earlier job holding this job
+	// back in a BLOCK_ON_ERROR group, BlockedByPaused while its subscription
+	// is paused, empty when not held.
 	BlockedBy string `json:"blockedBy,omitempty"`
 	// Worker is the claimant while IN_PROGRESS.
 	Worker         string     `json:"worker,omitempty"`
@@ -119,7 +120,33 @@ const (
 	ActionCompleted = "COMPLETED"
 	ActionFailed    = "FAILED"
 	ActionAbandoned = "ABANDONED"
+	// ActionRetried records an operator retry: the job's max-age window
+	// restarts at its StartedAt (see AgeStart).
+	ActionRetried = "RETRIED"
 )
+
+// AgeStart is when the job's max-age window began: its creation, or its
+// latest operator retry, so that a job retried after it ERRORed for max age
+// gets a real chance.
+func (j *Job) AgeStart() time.Time {
+	for i := len(j.Attempts) - 1; i >= 0; i-- {
+		if j.Attempts[i].Action == ActionRetried {
+			return j.Attempts[i].StartedAt
+		}
+	}
+	return j.CreatedAt
+}
+
+// Expired reports whether the job's max age has passed at now.
+func (j *Job) Expired(now time.Time) bool {
+	return j.MaxAgeSeconds > 0 && now.After(j.AgeDeadline())
+}
+
+// AgeDeadline is when the job's max age passes (meaningless when
+// MaxAgeSeconds is 0).
+func (j *Job) AgeDeadline() time.Time {
+	return j.AgeStart().Add(time.Duration(j.MaxAgeSeconds) * time.Second)
+}
 
 // ResponseBodyLimit is how much of a receiver's answer an attempt keeps.
 const ResponseBodyLimit = 1024

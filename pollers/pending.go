@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/hooklane/hooklane/dispatch"
@@ -14,6 +15,9 @@ import (
 
 // PendingIntervalDefault is the pending poller's period.
 const PendingIntervalDefault = 5 * time.Second
+
+// pendingWriters bounds the job moves one round runs at once.
+const pendingWriters = 16
 
 // JobStore is what the job pollers need of the store.
 type JobStore interface {
@@ -77,18 +81,40 @@ func (p *Pending) round(ctx context.Context) (int, bool, error) {
 	if err != nil {
 		return 0, false, fmt.Errorf("list due pending jobs: %w", err)
 	}
-	var toSend []*dispatch.Job
-	queued := 0
-	for _, j := range jobs {
+	// The moves are independent version-checked writes: run them side by
+	// side (the store batches concurrent writes), then send the moved jobs
+	// in the listed order, which keeps each group's order.
+	moved := make([]bool, len(jobs))
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, pendingWriters)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
 		if err := j.Transition(dispatch.StatusQueued, now); err != nil {
 			continue
 		}
 		ev := j.StatusEvent(p.cfg.NewID(), stream.TypeDispatchQueued, now)
-		if err := p.cfg.Store.JobUpdate(ctx, &dispatch.JobUpdateParams{Job: j, Events: []stream.Event{ev}}); err != nil {
-			if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
-				continue // another instance or the router moved it
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			err := p.cfg.Store.JobUpdate(ctx, &dispatch.JobUpdateParams{Job: j, Events: []stream.Event{ev}})
+			switch {
+			case err == nil:
+				moved[i] = true
+			case errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound):
+				// another instance or the router moved it
+			default:
+				errs[i] = fmt.Errorf("queue job %s: %w", j.ID, err)
 			}
-			return queued, false, fmt.Errorf("queue job %s: %w", j.ID, err)
+		}()
+	}
+	wg.Wait()
+	var toSend []*dispatch.Job
+	queued := 0
+	for i, j := range jobs {
+		if !moved[i] {
+			continue
 		}
 		queued++
 		if j.Delivery != dispatch.DeliveryPull {
@@ -102,6 +128,9 @@ func (p *Pending) round(ctx context.Context) (int, bool, error) {
 	}
 	if queued > 0 {
 		p.cfg.Logger.DebugContext(ctx, "queued due jobs", "jobs", queued)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return queued, false, err
 	}
 	return queued, len(jobs) == p.cfg.BatchSize, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/time/rate"
 
@@ -18,7 +19,31 @@ type Pool struct {
 	def     dispatch.Pool
 	slots   chan struct{}
 	limiter *rate.Limiter // nil: no rate limit
+	// held counts the deliveries of this router that run in the pool or
+	// wait for its slot.
+	held atomic.Int64
 }
+
+// TryHold counts one more delivery running in or waiting for the pool when
+// fewer than limit are; it reports false (counting nothing) otherwise. A
+// true result must be matched by Unhold.
+func (p *Pool) TryHold(limit int) bool {
+	for {
+		n := p.held.Load()
+		if n >= int64(max(limit, 1)) {
+			return false
+		}
+		if p.held.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// Unhold undoes one successful TryHold.
+func (p *Pool) Unhold() { p.held.Add(-1) }
+
+// Held is how many deliveries run in or wait for the pool now.
+func (p *Pool) Held() int { return int(p.held.Load()) }
 
 func newPool(def dispatch.Pool) *Pool {
 	p := &Pool{def: def, slots: make(chan struct{}, max(def.Concurrency, 1))}

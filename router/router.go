@@ -29,14 +29,26 @@ const (
 	// ReceiveWaitDefault is the long-poll wait of one receive call.
 	ReceiveWaitDefault = 5 * time.Second
 	// PausedRecheckDefault is how long a job of a paused subscription waits
-	// before the router looks again.
-	PausedRecheckDefault = 15 * time.Second
+	// before the router looks again. Resuming the subscription releases its
+	// jobs at once (dispatch.Releaser.ReleaseSubscription); this is the
+	// safety poll.
+	PausedRecheckDefault = 5 * time.Minute
+	// BlockedRecheckDefault is how long a job held behind an unfinished
+	// earlier job of its BLOCK_ON_ERROR group is parked. The blocker's
+	// completion or cancellation releases it at once
+	// (dispatch.Releaser.ReleaseGroup); this is the safety poll.
+	BlockedRecheckDefault = 5 * time.Minute
+	// PoolBusyDelayDefault is how long a message whose pool has no room
+	// left in this router stays invisible before it is received again.
+	PoolBusyDelayDefault = time.Second
 )
 
 // Store is what the router needs of the store.
 type Store interface {
 	JobGetByID(ctx context.Context, id string) (*dispatch.Job, error)
 	JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) error
+	JobList(ctx context.Context, p *dispatch.JobListParams) (*dispatch.JobPage, error)
+	JobListGroup(ctx context.Context, p *dispatch.JobListGroupParams) ([]*dispatch.Job, error)
 	EventGetByID(ctx context.Context, id string) (*ingest.StoredEvent, error)
 	SubscriptionGetByID(ctx context.Context, id string) (*subscription.Subscription, error)
 }
@@ -47,6 +59,9 @@ type Config struct {
 	Store    Store
 	Pools    *Pools
 	Mediator *Mediator
+	// Enqueuer sends the jobs the router releases (the next job of a
+	// BLOCK_ON_ERROR group whose blocker finished). Required.
+	Enqueuer dispatch.JobEnqueuer
 	// NewID issues status event ids.
 	NewID func() string
 	// WorkerID names this router in attempts ("host:pid").
@@ -60,6 +75,15 @@ type Config struct {
 	MaxInFlight int
 	// ReceiveWait is the long-poll wait. Default 5 s.
 	ReceiveWait time.Duration
+	// BlockedRecheck is how long a blocked job is parked before the
+	// safety poll looks again. Default BlockedRecheckDefault.
+	BlockedRecheck time.Duration
+	// PausedRecheck is how long a job of a paused subscription is parked
+	// before the safety poll looks again. Default PausedRecheckDefault.
+	PausedRecheck time.Duration
+	// PoolBusyDelay is how long a message is put back when its pool has no
+	// room in this router. Default PoolBusyDelayDefault.
+	PoolBusyDelay time.Duration
 	// RandFunc returns a float in [0,1) for backoff jitter; nil uses
 	// math/rand/v2.
 	RandFunc func() float64
@@ -74,7 +98,11 @@ type Config struct {
 type Router struct {
 	cfg      Config
 	inFlight chan struct{}
-	wg       sync.WaitGroup
+	// poolShare is the most deliveries (running or waiting for a slot) one
+	// pool may hold of this router's capacity.
+	poolShare int
+	releaser  *dispatch.Releaser
+	wg        sync.WaitGroup
 }
 
 // New returns a Router.
@@ -91,6 +119,15 @@ func New(cfg Config) *Router {
 	if cfg.ReceiveWait <= 0 {
 		cfg.ReceiveWait = ReceiveWaitDefault
 	}
+	if cfg.BlockedRecheck <= 0 {
+		cfg.BlockedRecheck = BlockedRecheckDefault
+	}
+	if cfg.PausedRecheck <= 0 {
+		cfg.PausedRecheck = PausedRecheckDefault
+	}
+	if cfg.PoolBusyDelay <= 0 {
+		cfg.PoolBusyDelay = PoolBusyDelayDefault
+	}
 	if cfg.NowFunc == nil {
 		cfg.NowFunc = time.Now
 	}
@@ -98,8 +135,16 @@ func New(cfg Config) *Router {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Logger = cfg.Logger.With("component", "router")
-	return &Router{cfg: cfg, inFlight: make(chan struct{}, cfg.MaxInFlight)}
+	return &Router{
+		cfg: cfg, inFlight: make(chan struct{}, cfg.MaxInFlight),
+		poolShare: max(1, cfg.MaxInFlight*3/4),
+		releaser:  &dispatch.Releaser{Store: cfg.Store, Enqueuer: cfg.Enqueuer, NewID: cfg.NewID, NowFunc: cfg.NowFunc},
+	}
 }
+
+// Releaser returns the releaser the router uses; the API shares its logic
+// to release held jobs on cancel and on resume.
+func (r *Router) Releaser() *dispatch.Releaser { return r.releaser }
 
 // Run receives and delivers until ctx ends, then waits for the deliveries
 // in flight to finish (each is bounded by its timeout) and returns nil.
@@ -175,46 +220,67 @@ func (r *Router) receiveLoop(ctx context.Context) {
 	}
 }
 
+// disposition says what becomes of a received message.
+type disposition int
+
+const (
+	// leave leaves the message to its visibility timeout; the job is safe
+	// in the store and the pollers recover it if the message is lost.
+	leave disposition = iota
+	// drop deletes the message: the job reached a stored state that no
+	// longer needs it.
+	drop
+	// putBack makes the message receivable again after PoolBusyDelay.
+	putBack
+)
+
 // handle processes one message: claim the job, deliver it, record the
 // outcome, delete the message. Errors are logged here, once.
 func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) {
 	jobID := string(m.Body)
 	log := r.cfg.Logger.With("job_id", jobID)
-	done, err := r.process(ctx, runCtx, jobID)
+	disp, err := r.process(ctx, runCtx, jobID)
 	if err != nil {
 		log.ErrorContext(ctx, "job processing failed", "error", err)
 	}
-	if !done {
-		// Leave the message to its visibility timeout; the job is safe in
-		// the store and the pollers recover it if the message is lost.
-		return
-	}
-	if err := r.cfg.Queue.Delete(ctx, m.ReceiptHandle); err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
-		log.WarnContext(ctx, "queue delete failed", "error", err)
+	switch {
+	case disp == drop:
+		if err := r.cfg.Queue.Delete(ctx, m.ReceiptHandle); err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
+			log.WarnContext(ctx, "queue delete failed", "error", err)
+		}
+	case disp == putBack || runCtx.Err() != nil:
+		// Pool full here, or shutting down before the job started: another
+		// receive (maybe another router) takes it.
+		wait := r.cfg.PoolBusyDelay
+		if runCtx.Err() != nil {
+			wait = 0
+		}
+		if err := r.cfg.Queue.ChangeVisibility(ctx, m.ReceiptHandle, wait); err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
+			log.WarnContext(ctx, "queue change visibility failed", "error", err)
+		}
 	}
 }
 
-// process runs one job. done is true when the message can be deleted: the
-// job reached a stored state that no longer needs this message.
-func (r *Router) process(ctx, runCtx context.Context, jobID string) (done bool, err error) {
+// process runs one job and says what to do with its message.
+func (r *Router) process(ctx, runCtx context.Context, jobID string) (disposition, error) {
 	job, err := r.cfg.Store.JobGetByID(ctx, jobID)
 	if errors.Is(err, store.ErrNotFound) {
-		return true, nil
+		return drop, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("get job: %w", err)
+		return leave, fmt.Errorf("get job: %w", err)
 	}
 	if job.Status != dispatch.StatusQueued || job.Delivery == dispatch.DeliveryPull {
-		return true, nil // handled already, cancelled, or not ours to push
+		return drop, nil // handled already, cancelled, or not ours to push
 	}
 	if runCtx.Err() != nil {
-		return false, nil // shutting down: leave it for another router
+		return leave, nil // shutting down: hand it to another router
 	}
 	d := &Delivery{Job: job}
 	if job.Kind == dispatch.KindEvent {
 		proceed, err := r.prepareEventJob(ctx, d)
 		if err != nil || !proceed {
-			return err == nil, err
+			return dropIf(err == nil), err
 		}
 	} else {
 		key, err := SecretKey(job.Secret)
@@ -223,19 +289,29 @@ func (r *Router) process(ctx, runCtx context.Context, jobID string) (done bool, 
 		}
 		d.Keys = [][]byte{key}
 	}
-	now := r.cfg.NowFunc()
-	if expired(job, now) {
-		return r.finish(ctx, job, Result{Err: Permanent(errors.New("max age passed before delivery"))}, false)
+	held, err := r.holdForOrder(ctx, job)
+	if err != nil || held {
+		return dropIf(err == nil), err
 	}
-	if err := r.claim(ctx, job, now); err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			return true, nil // someone else moved it; their message or poller follows
-		}
-		return false, err
+	now := r.cfg.NowFunc()
+	if job.Expired(now) {
+		return r.finish(ctx, job, Result{Err: Permanent(errors.New("max age passed before delivery"))}, false)
 	}
 	pool, err := r.cfg.Pools.Get(ctx, job.DispatchPoolID)
 	if err != nil {
-		return false, fmt.Errorf("get pool: %w", err)
+		return leave, fmt.Errorf("get pool: %w", err)
+	}
+	// Bound what one pool holds of this router, so a slow pool never takes
+	// the capacity other pools need: past its share the message goes back.
+	if !pool.TryHold(min(2*pool.def.Concurrency, r.poolShare)) {
+		return putBack, nil
+	}
+	defer pool.Unhold()
+	if err := r.claim(ctx, job, now); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return drop, nil // someone else moved it; their message or poller follows
+		}
+		return leave, err
 	}
 	if err := pool.Acquire(runCtx); err != nil {
 		// Shutting down before a slot freed: hand the job back at once.
@@ -247,6 +323,86 @@ func (r *Router) process(ctx, runCtx context.Context, jobID string) (done bool, 
 	return r.finish(ctx, job, res, true)
 }
 
+func dropIf(ok bool) disposition {
+	if ok {
+		return drop
+	}
+	return leave
+}
+
+// holdForOrder applies the ordering rules of the job's mode before an
+// attempt (API.md §6). held is true when the job was parked instead:
+//   - BLOCK_ON_ERROR: any unfinished earlier job of the group (PENDING,
+//     QUEUED, IN_PROGRESS or ERROR) holds it; it is parked PENDING with
+//     BlockedBy set and a far NextAttemptAt, and released when the blocker
+//     completes or is cancelled.
+//   - NEXT_ON_ERROR: a first attempt waits for earlier jobs of the group
+//     that have not had their first attempt yet (their send failed, or they
+//     were parked), so first attempts start in ingest order.
+func (r *Router) holdForOrder(ctx context.Context, job *dispatch.Job) (bool, error) {
+	if job.MessageGroup == "" {
+		return false, nil
+	}
+	switch job.Mode {
+	case dispatch.ModeBlockOnError:
+		earlier, err := r.cfg.Store.JobListGroup(ctx, &dispatch.JobListGroupParams{
+			SubscriptionID: job.SubscriptionID, MessageGroup: job.MessageGroup,
+			BeforeOrderKey: job.OrderKey(), Statuses: dispatch.Unfinished(), Limit: 1,
+		})
+		if err != nil {
+			return false, fmt.Errorf("list earlier jobs of group: %w", err)
+		}
+		if len(earlier) == 0 {
+			return false, nil
+		}
+		now := r.cfg.NowFunc()
+		if err := job.Transition(dispatch.StatusPending, now); err != nil {
+			return true, nil //nolint:nilerr // moved on meanwhile
+		}
+		until := now.Add(r.cfg.BlockedRecheck)
+		job.NextAttemptAt = &until
+		job.BlockedBy = earlier[0].ID
+		ev := job.StatusEvent(r.cfg.NewID(), stream.TypeDispatchBlocked, now)
+		if err := r.cfg.Store.JobUpdate(ctx, &dispatch.JobUpdateParams{Job: job, Events: []stream.Event{ev}}); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				return true, nil
+			}
+			return false, fmt.Errorf("park blocked job: %w", err)
+		}
+		// The blocker may have finished between the check and the park:
+		// look again, so the release is never missed.
+		if _, err := r.releaser.ReleaseGroup(ctx, job.SubscriptionID, job.MessageGroup); err != nil {
+			return true, fmt.Errorf("release group after park: %w", err)
+		}
+		return true, nil
+	case dispatch.ModeNextOnError:
+		if job.AttemptCount > 0 {
+			return false, nil
+		}
+		earlier, err := r.cfg.Store.JobListGroup(ctx, &dispatch.JobListGroupParams{
+			SubscriptionID: job.SubscriptionID, MessageGroup: job.MessageGroup,
+			BeforeOrderKey: job.OrderKey(), Statuses: []dispatch.Status{dispatch.StatusPending, dispatch.StatusQueued},
+			Limit: 100,
+		})
+		if err != nil {
+			return false, fmt.Errorf("list earlier jobs of group: %w", err)
+		}
+		for _, e := range earlier {
+			if e.AttemptCount > 0 {
+				continue // has left the line: retries later
+			}
+			now := r.cfg.NowFunc()
+			due := now
+			if e.Status == dispatch.StatusPending && e.NextAttemptAt != nil && e.NextAttemptAt.After(now) {
+				due = *e.NextAttemptAt
+			}
+			return true, r.park(ctx, job, due, "waiting for earlier job "+e.ID+" of its group", "")
+		}
+	case dispatch.ModeImmediate:
+	}
+	return false, nil
+}
+
 // prepareEventJob loads what an EVENT job's delivery needs. proceed is false
 // when the job must not be delivered now (its subscription is paused or
 // gone); the job was then moved accordingly.
@@ -254,15 +410,18 @@ func (r *Router) prepareEventJob(ctx context.Context, d *Delivery) (proceed bool
 	job := d.Job
 	sub, err := r.cfg.Store.SubscriptionGetByID(ctx, job.SubscriptionID)
 	if errors.Is(err, store.ErrNotFound) {
-		return false, r.update(ctx, job, dispatch.StatusCancelled, stream.TypeDispatchCancelled, func(ev *stream.Event) {
+		if err := r.update(ctx, job, dispatch.StatusCancelled, stream.TypeDispatchCancelled, func(ev *stream.Event) {
 			ev.Data.Error = "subscription deleted"
-		})
+		}); err != nil {
+			return false, err
+		}
+		return false, r.released(ctx, job)
 	}
 	if err != nil {
 		return false, fmt.Errorf("get subscription %s: %w", job.SubscriptionID, err)
 	}
 	if sub.Status == subscription.StatusPaused {
-		return false, r.park(ctx, job, r.cfg.NowFunc().Add(PausedRecheckDefault), "subscription paused")
+		return false, r.park(ctx, job, r.cfg.NowFunc().Add(r.cfg.PausedRecheck), "subscription paused", dispatch.BlockedByPaused)
 	}
 	ev, err := r.cfg.Store.EventGetByID(ctx, job.EventID)
 	if err != nil {
@@ -284,10 +443,6 @@ func (r *Router) prepareEventJob(ctx context.Context, d *Delivery) (proceed bool
 	job.TargetURL = sub.Target
 	job.Headers = sub.Headers
 	return true, nil
-}
-
-func expired(job *dispatch.Job, now time.Time) bool {
-	return job.MaxAgeSeconds > 0 && now.After(job.CreatedAt.Add(time.Duration(job.MaxAgeSeconds)*time.Second))
 }
 
 // claim moves the job QUEUED → IN_PROGRESS under a lease.
@@ -312,7 +467,7 @@ func (r *Router) claim(ctx context.Context, job *dispatch.Job, now time.Time) er
 // otherwise. attempted is false when no request was sent (no attempt is
 // recorded). On a version conflict (an operator cancelled the job
 // meanwhile) the attempt is still recorded on the newer state.
-func (r *Router) finish(ctx context.Context, job *dispatch.Job, res Result, attempted bool) (bool, error) {
+func (r *Router) finish(ctx context.Context, job *dispatch.Job, res Result, attempted bool) (disposition, error) {
 	start := r.cfg.NowFunc().Add(-res.Duration)
 	attempt := dispatch.Attempt{
 		Attempt: job.AttemptCount, StartedAt: start, DurationMs: res.Duration.Milliseconds(),
@@ -330,21 +485,34 @@ func (r *Router) finish(ctx context.Context, job *dispatch.Job, res Result, atte
 			if r.cfg.OnAttemptFunc != nil && attempted {
 				r.cfg.OnAttemptFunc(next, res)
 			}
-			return true, nil
+			return drop, r.released(ctx, next)
 		}
 		if !errors.Is(err, store.ErrConflict) {
-			return false, fmt.Errorf("record attempt: %w", err)
+			return leave, fmt.Errorf("record attempt: %w", err)
 		}
 		fresh, gerr := r.cfg.Store.JobGetByID(ctx, job.ID)
 		if gerr != nil {
-			return false, fmt.Errorf("reload job after conflict: %w", gerr)
+			return leave, fmt.Errorf("reload job after conflict: %w", gerr)
 		}
 		if fresh.Status == dispatch.StatusInProgress && fresh.Worker != r.cfg.WorkerID {
-			return true, nil // our lease expired and another worker owns it now
+			return drop, nil // our lease expired and another worker owns it now
 		}
 		job = fresh
 	}
-	return false, fmt.Errorf("record attempt of job %s: %w", job.ID, store.ErrConflict)
+	return leave, fmt.Errorf("record attempt of job %s: %w", job.ID, store.ErrConflict)
+}
+
+// released lets the next job of a BLOCK_ON_ERROR group go once job no longer
+// holds it (COMPLETED or CANCELLED).
+func (r *Router) released(ctx context.Context, job *dispatch.Job) error {
+	if job.Mode != dispatch.ModeBlockOnError || job.MessageGroup == "" ||
+		(job.Status != dispatch.StatusCompleted && job.Status != dispatch.StatusCancelled) {
+		return nil
+	}
+	if _, err := r.releaser.ReleaseGroup(ctx, job.SubscriptionID, job.MessageGroup); err != nil {
+		return fmt.Errorf("release group: %w", err)
+	}
+	return nil
 }
 
 // outcome applies an attempt's result to job (in place) and returns the
@@ -379,8 +547,7 @@ func (r *Router) outcome(job *dispatch.Job, attempt dispatch.Attempt, res Result
 	if !IsPermanent(res.Err) && job.AttemptCount < job.MaxAttempts {
 		wait := job.Retry.Backoff(job.AttemptCount, RetryAfterOf(res.Err), r.cfg.RandFunc)
 		due := now.Add(wait)
-		deadline := job.CreatedAt.Add(time.Duration(job.MaxAgeSeconds) * time.Second)
-		if job.MaxAgeSeconds <= 0 || !due.After(deadline) {
+		if job.MaxAgeSeconds <= 0 || !due.After(job.AgeDeadline()) {
 			_ = job.Transition(dispatch.StatusPending, now)
 			job.NextAttemptAt = &due
 			return []stream.Event{ev(stream.TypeDispatchFailed)}
@@ -396,28 +563,29 @@ func (r *Router) outcome(job *dispatch.Job, attempt dispatch.Attempt, res Result
 
 // handBack returns a claimed job that never started to PENDING, due at
 // once, undoing its attempt count.
-func (r *Router) handBack(ctx context.Context, job *dispatch.Job) (bool, error) {
+func (r *Router) handBack(ctx context.Context, job *dispatch.Job) (disposition, error) {
 	now := r.cfg.NowFunc()
 	if err := job.Transition(dispatch.StatusPending, now); err != nil {
-		return false, nil //nolint:nilerr // moved on meanwhile; nothing to hand back
+		return drop, nil //nolint:nilerr // moved on meanwhile; nothing to hand back
 	}
 	job.AttemptCount--
 	job.NextAttemptAt = &now
 	ev := job.StatusEvent(r.cfg.NewID(), stream.TypeDispatchPending, now)
 	ev.Data.Error = "router shutting down"
 	if err := r.cfg.Store.JobUpdate(ctx, &dispatch.JobUpdateParams{Job: job, Events: []stream.Event{ev}}); err != nil {
-		return false, fmt.Errorf("hand job back: %w", err)
+		return leave, fmt.Errorf("hand job back: %w", err)
 	}
-	return true, nil
+	return drop, nil
 }
 
-// park moves a QUEUED job to PENDING until `until`.
-func (r *Router) park(ctx context.Context, job *dispatch.Job, until time.Time, reason string) error {
+// park moves a QUEUED job to PENDING until `until`, marked with blockedBy.
+func (r *Router) park(ctx context.Context, job *dispatch.Job, until time.Time, reason, blockedBy string) error {
 	now := r.cfg.NowFunc()
 	if err := job.Transition(dispatch.StatusPending, now); err != nil {
 		return nil //nolint:nilerr // moved on meanwhile
 	}
 	job.NextAttemptAt = &until
+	job.BlockedBy = blockedBy
 	ev := job.StatusEvent(r.cfg.NewID(), stream.TypeDispatchPending, now)
 	ev.Data.Error = reason
 	if err := r.cfg.Store.JobUpdate(ctx, &dispatch.JobUpdateParams{Job: job, Events: []stream.Event{ev}}); err != nil && !errors.Is(err, store.ErrConflict) {

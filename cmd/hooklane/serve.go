@@ -157,7 +157,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		med := router.NewMediator(router.MediatorConfig{AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version})
 		defer med.Close()
 		rt := router.New(router.Config{
-			Queue: q, Store: st, Pools: pools, Mediator: med, NewID: ids.New, WorkerID: workerID(),
+			Queue: q, Store: st, Pools: pools, Mediator: med, Enqueuer: enq, NewID: ids.New, WorkerID: workerID(),
 			Lease: cfg.Lease, MaxInFlight: cfg.RouterConcurrency, Logger: logger,
 		})
 		g.Go(func() error { return rt.Run(ctx) })

@@ -1,0 +1,155 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hooklane/hooklane/store"
+	"github.com/hooklane/hooklane/stream"
+)
+
+// BlockedByPaused is the BlockedBy value of a job parked because its
+// subscription is paused; resuming the subscription releases it.
+const BlockedByPaused = "subscription-paused"
+
+// Unfinished lists the statuses of a job that still holds its
+// BLOCK_ON_ERROR group: everything but COMPLETED and CANCELLED (an ERROR job
+// holds the group until an operator retries or cancels it).
+func Unfinished() []Status {
+	return []Status{StatusPending, StatusQueued, StatusInProgress, StatusError}
+}
+
+// JobEnqueuer sends QUEUED jobs to the queue; *Enqueuer is one.
+type JobEnqueuer interface {
+	Enqueue(ctx context.Context, jobs []*Job) (int, error)
+}
+
+// ReleaserStore is what a Releaser needs of the store.
+type ReleaserStore interface {
+	JobList(ctx context.Context, p *JobListParams) (*JobPage, error)
+	JobListGroup(ctx context.Context, p *JobListGroupParams) ([]*Job, error)
+	JobUpdate(ctx context.Context, p *JobUpdateParams) error
+}
+
+// Releaser moves held jobs back into the line at once, so that a held job
+// does not wait for the slow safety poll: the head of a BLOCK_ON_ERROR group
+// once its blocker finished, and the jobs of a resumed subscription. Every
+// move is a version-checked write, so concurrent releasers (several routers,
+// the API) never queue a job twice.
+type Releaser struct {
+	Store    ReleaserStore
+	Enqueuer JobEnqueuer
+	NewID    func() string
+	NowFunc  func() time.Time
+}
+
+// ReleaseGroup queues the first unfinished job of a BLOCK_ON_ERROR group
+// when it is parked as blocked: call it after a job of the group completed
+// or was cancelled, and after parking a job (to close the race with a
+// blocker finishing meanwhile). It reports whether it queued a job.
+func (r *Releaser) ReleaseGroup(ctx context.Context, subscriptionID, group string) (bool, error) {
+	if group == "" {
+		return false, nil
+	}
+	head, err := r.Store.JobListGroup(ctx, &JobListGroupParams{
+		SubscriptionID: subscriptionID, MessageGroup: group, Statuses: Unfinished(), Limit: 1,
+	})
+	if err != nil {
+		return false, fmt.Errorf("list head of group %s: %w", group, err)
+	}
+	if len(head) == 0 {
+		return false, nil
+	}
+	j := head[0]
+	if j.Status != StatusPending || j.BlockedBy == "" || j.BlockedBy == BlockedByPaused {
+		return false, nil // running, retrying on its own schedule, in ERROR, or paused
+	}
+	return r.queue(ctx, []*Job{j}, "blocker finished")
+}
+
+// ReleaseSubscription queues every job of a subscription parked while it was
+// paused and returns how many it queued. The API calls it on resume.
+func (r *Releaser) ReleaseSubscription(ctx context.Context, subscriptionID string) (int, error) {
+	var parked []*Job
+	p := &JobListParams{Status: StatusPending, SubscriptionID: subscriptionID, Limit: 500}
+	for {
+		pg, err := r.Store.JobList(ctx, p)
+		if err != nil {
+			return 0, fmt.Errorf("list pending jobs of subscription %s: %w", subscriptionID, err)
+		}
+		for _, j := range pg.Jobs {
+			if j.BlockedBy == BlockedByPaused {
+				parked = append(parked, j)
+			}
+		}
+		if pg.NextCursor == "" {
+			break
+		}
+		p.Cursor = pg.NextCursor
+	}
+	// Queue in ingest order: ordered modes rely on the send order.
+	slices.SortFunc(parked, func(a, b *Job) int {
+		if c := compareStrings(a.OrderKey(), b.OrderKey()); c != 0 {
+			return c
+		}
+		return compareStrings(a.ID, b.ID)
+	})
+	n := 0
+	for start := 0; start < len(parked); start += 500 {
+		batch := parked[start:min(start+500, len(parked))]
+		if _, err := r.queueMany(ctx, batch, "subscription resumed", &n); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (r *Releaser) queue(ctx context.Context, jobs []*Job, reason string) (bool, error) {
+	n := 0
+	_, err := r.queueMany(ctx, jobs, reason, &n)
+	return n > 0, err
+}
+
+// queueMany moves PENDING jobs to QUEUED and sends the ones it moved. A job
+// that moved on meanwhile is skipped. It adds the number queued to *n.
+func (r *Releaser) queueMany(ctx context.Context, jobs []*Job, reason string, n *int) (int, error) {
+	now := r.NowFunc()
+	var toSend []*Job
+	for _, j := range jobs {
+		if err := j.Transition(StatusQueued, now); err != nil {
+			continue
+		}
+		j.BlockedBy = ""
+		ev := j.StatusEvent(r.NewID(), stream.TypeDispatchQueued, now)
+		ev.Data.Error = reason
+		if err := r.Store.JobUpdate(ctx, &JobUpdateParams{Job: j, Events: []stream.Event{ev}}); err != nil {
+			if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+				continue // another releaser or the pending poller moved it
+			}
+			return len(toSend), fmt.Errorf("release job %s: %w", j.ID, err)
+		}
+		*n++
+		if j.Delivery != DeliveryPull {
+			toSend = append(toSend, j)
+		}
+	}
+	if len(toSend) > 0 {
+		// A failed send leaves the job PENDING and due: the pending poller
+		// sends it again.
+		_, _ = r.Enqueuer.Enqueue(ctx, toSend)
+	}
+	return len(toSend), nil
+}

@@ -1,0 +1,188 @@
+package router_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/pollers"
+	"github.com/hooklane/hooklane/queue/memqueue"
+	"github.com/hooklane/hooklane/router"
+	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/stream"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// The HTTP test servers' and clients' idle connections close
+		// asynchronously.
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+	)
+}
+
+// gw is a running gateway core: real sqlitestore, memqueue, enqueuer,
+// pending poller and router, on a fast pending interval.
+type gw struct {
+	t     *testing.T
+	st    *sqlitestore.Store
+	q     *memqueue.Queue
+	ids   *idgen.Generator
+	enq   *dispatch.Enqueuer
+	pools *router.Pools
+	rt    *router.Router
+	def   *dispatch.Pool
+	stop  func()
+}
+
+type gwOptions struct {
+	maxInFlight     int
+	blockedRecheck  time.Duration
+	pendingInterval time.Duration
+	noRouter        bool
+}
+
+func newGW(t *testing.T, o gwOptions) *gw {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(t.TempDir(), "h.db")})
+	require.NoError(t, err)
+	q := memqueue.New(memqueue.Config{VisibilityTimeout: time.Minute})
+	ids := idgen.New(nil)
+	logger := slog.New(slog.DiscardHandler)
+	if os.Getenv("HOOKLANE_TEST_LOG") != "" {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	now := time.Now().UTC()
+	def := &dispatch.Pool{ID: ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default", Burst: 1,
+		Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, st.PoolInsert(ctx, def))
+	enq := &dispatch.Enqueuer{Queue: q, Store: st, NewID: ids.New, NowFunc: time.Now, Logger: logger}
+	g := &gw{t: t, st: st, q: q, ids: ids, enq: enq, pools: router.NewPools(st), def: def}
+	// The receivers are httptest servers on 127.0.0.1: the SSRF guard is
+	// tested on its own (ssrf_test.go).
+	med := router.NewMediator(router.MediatorConfig{AllowPrivateTargets: true, UserAgent: "hooklane/test"})
+	g.rt = router.New(router.Config{
+		Queue: q, Store: st, Pools: g.pools, Mediator: med, Enqueuer: enq, NewID: ids.New, WorkerID: "test:1",
+		MaxInFlight: o.maxInFlight, ReceiveWait: 200 * time.Millisecond, BlockedRecheck: o.blockedRecheck,
+		PoolBusyDelay: 50 * time.Millisecond, Logger: logger,
+	})
+	pending := pollers.NewPending(pollers.PendingConfig{
+		Store: st, Enqueuer: enq, Interval: cmpDur(o.pendingInterval, 50*time.Millisecond), NewID: ids.New, Logger: logger,
+	})
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = pending.Run(runCtx) }()
+	if !o.noRouter {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = g.rt.Run(runCtx) }()
+	}
+	var once sync.Once
+	g.stop = func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+			med.Close()
+			_ = q.Close()
+			_ = st.Close()
+		})
+	}
+	t.Cleanup(g.stop)
+	return g
+}
+
+func cmpDur(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// taskJob returns a QUEUED TASK job to target.
+func (g *gw) taskJob(target string, mode dispatch.Mode, group string, retry dispatch.Retry) *dispatch.Job {
+	now := time.Now().UTC()
+	retry = retry.WithDefaults()
+	return &dispatch.Job{
+		ID: g.ids.New(), Kind: dispatch.KindTask, Code: "test:job", TargetURL: target, Mode: mode,
+		Delivery: dispatch.DeliveryPush, MessageGroup: group, TimeoutSeconds: 5, MaxAgeSeconds: 3600,
+		Retry: retry, Payload: []byte(`{"n":1}`), Secret: router.NewSecret(), Status: dispatch.StatusQueued,
+		MaxAttempts: retry.MaxAttempts, Attempts: []dispatch.Attempt{}, CreatedAt: now, UpdatedAt: now, Version: 1,
+	}
+}
+
+// submit stores the jobs and sends them, in the order given.
+func (g *gw) submit(jobs ...*dispatch.Job) {
+	g.t.Helper()
+	ctx := context.Background()
+	var events []stream.Event
+	for _, j := range jobs {
+		events = append(events, j.StatusEvent(g.ids.New(), stream.TypeDispatchCreated, j.CreatedAt))
+	}
+	require.NoError(g.t, g.st.JobInsertMany(ctx, &dispatch.JobInsertManyParams{Jobs: jobs, Events: events}))
+	failed, err := g.enq.Enqueue(ctx, jobs)
+	require.NoError(g.t, err)
+	require.Zero(g.t, failed)
+}
+
+func (g *gw) job(id string) *dispatch.Job {
+	g.t.Helper()
+	j, err := g.st.JobGetByID(context.Background(), id)
+	require.NoError(g.t, err)
+	return j
+}
+
+// waitStatus waits until the job has status want and returns it.
+func (g *gw) waitStatus(id string, want dispatch.Status, within time.Duration) *dispatch.Job {
+	g.t.Helper()
+	var last *dispatch.Job
+	require.Eventually(g.t, func() bool {
+		last = g.job(id)
+		return last.Status == want
+	}, within, 10*time.Millisecond, "job %s never reached %s", id, want)
+	return last
+}
+
+// counts returns how many of the jobs are in each status.
+func (g *gw) counts(jobs []*dispatch.Job) (map[dispatch.Status]int, error) {
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	got, err := g.st.JobGetMany(context.Background(), ids)
+	if err != nil {
+		return nil, err //nolint:wrapcheck // test helper
+	}
+	out := map[dispatch.Status]int{}
+	for _, j := range got {
+		out[j.Status]++
+	}
+	return out, nil
+}
+
+// waitAll waits until every job has status want.
+func (g *gw) waitAll(jobs []*dispatch.Job, want dispatch.Status, within time.Duration) {
+	g.t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		c, err := g.counts(jobs)
+		require.NoError(g.t, err)
+		if c[want] == len(jobs) {
+			return
+		}
+		require.True(g.t, time.Now().Before(deadline), "not every job reached %s after %s: %v", want, within, c)
+		<-tick.C
+	}
+}
