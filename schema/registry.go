@@ -20,6 +20,12 @@ import (
 // another instance changed an event type.
 const RefreshIntervalDefault = time.Second
 
+// maxUnknownCached bounds how many unregistered codes the cache remembers:
+// producers choose the codes they send, so remembering every one would let
+// them grow the cache without limit. Past it, an unknown code costs a store
+// read per event.
+const maxUnknownCached = 10_000
+
 // RegistryStore is what the Registry needs of the store.
 type RegistryStore interface {
 	EventTypeGet(ctx context.Context, code string) (*EventType, error)
@@ -53,6 +59,8 @@ type Registry struct {
 	// epoch counts cache drops, so a store read that raced with one is not
 	// cached: it may predate the change that caused the drop.
 	epoch uint64
+	// unknown counts cached entries for codes that are not registered.
+	unknown int
 }
 
 type cachedType struct {
@@ -109,6 +117,7 @@ func (r *Registry) Invalidate() {
 func (r *Registry) dropLocked() {
 	clear(r.types)
 	r.epoch++
+	r.unknown = 0
 }
 
 // Validate checks that ev's type is registered and CURRENT, resolves the
@@ -187,8 +196,13 @@ func (r *Registry) lookup(ctx context.Context, code string) (*cachedType, error)
 	}
 	ct = &cachedType{t: t, compiled: make(map[string]*jsonschema.Schema)}
 	r.mu.Lock()
-	if r.epoch == epoch {
+	switch {
+	case r.epoch != epoch:
+	case t != nil:
 		r.types[code] = ct
+	case r.unknown < maxUnknownCached:
+		r.types[code] = ct
+		r.unknown++
 	}
 	r.mu.Unlock()
 	return ct, nil

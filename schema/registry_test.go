@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -217,4 +218,33 @@ func TestRegistryCrossInstance(t *testing.T) {
 	_, err = b.Validate(ctx, event("shop.order.created", "", `{}`))
 	require.ErrorAs(t, err, &rej)
 	require.Equal(t, []schema.Violation{{Pointer: "/type", Message: "is not a registered event type"}}, rej.Violations)
+}
+
+// TestRegistryBoundsUnknownCodes checks that the codes producers make up
+// cannot grow the cache without limit: past 10,000 unknown codes, a new one
+// is read from the store each time instead of remembered.
+func TestRegistryBoundsUnknownCodes(t *testing.T) {
+	t.Parallel()
+	st := &memStore{types: map[string]*schema.EventType{}}
+	now := time.Unix(1_700_000_000, 0)
+	r := schema.NewRegistry(schema.RegistryConfig{Store: st, AllowUnknownTypes: true, NowFunc: func() time.Time { return now }})
+	for i := range 10_000 {
+		_, err := r.Validate(t.Context(), event(fmt.Sprintf("made.up%d", i), "", `{}`))
+		require.NoError(t, err)
+	}
+	require.Equal(t, 10_000, st.gets)
+	_, err := r.Validate(t.Context(), event("made.up0", "", `{}`))
+	require.NoError(t, err)
+	require.Equal(t, 10_000, st.gets, "remembered")
+	for range 2 {
+		_, err = r.Validate(t.Context(), event("made.up.more", "", `{}`))
+		require.NoError(t, err)
+	}
+	require.Equal(t, 10_002, st.gets, "not remembered past the bound")
+	r.Invalidate()
+	for range 2 {
+		_, err = r.Validate(t.Context(), event("made.up.more", "", `{}`))
+		require.NoError(t, err)
+	}
+	require.Equal(t, 10_003, st.gets, "the bound resets with the cache")
 }
