@@ -105,8 +105,7 @@ func (s *Server) getEvent(c *gin.Context) error {
 		return err //nolint:wrapcheck // mapped by h
 	}
 	ingest.SortJobs(jobs, s.sequenceOf(c))
-	c.JSON(http.StatusOK, s.newEventView(ev, jobs))
-	return nil
+	return s.writeWithHistory(c, ev.ID, s.newEventView(ev, jobs)) // ?include=history: api/stream.go
 }
 
 func (s *Server) listEvents(c *gin.Context) error {

@@ -20,8 +20,7 @@ func (s *Server) getJob(c *gin.Context) error {
 	if err != nil {
 		return s.notFoundOr(err, "dispatch job")
 	}
-	c.JSON(http.StatusOK, j)
-	return nil
+	return s.writeWithHistory(c, j.ID, j) // ?include=history: api/stream.go
 }
 
 func (s *Server) listJobs(c *gin.Context) error {

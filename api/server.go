@@ -65,6 +65,7 @@ type Config struct {
 	// Resolver resolves target hosts for the address check; nil uses
 	// net.DefaultResolver.
 	Resolver *net.Resolver
+	Stream   StreamConfig // Stream configures the status stream (api/stream.go).
 	IDs      *idgen.Generator
 	Version  string
 	Logger   *slog.Logger
@@ -150,6 +151,9 @@ func (s *Server) routes() {
 	a.GET("/dispatch-jobs/:id", s.auth(RoleProducer, RoleViewer, RoleWorker), s.h(s.getJob))
 	a.POST("/dispatch-jobs/:id/retry", s.auth(), s.h(s.retryJob))
 	a.POST("/dispatch-jobs/:id/cancel", s.auth(), s.h(s.cancelJob))
+
+	a.GET("/stream", s.auth(RoleViewer), s.h(s.streamSSE))
+	a.GET("/stream/ws", s.auth(RoleViewer), s.h(s.streamWS))
 }
 
 // h adapts a handler that returns an error: the error becomes the answer,

@@ -6,13 +6,13 @@ import (
 )
 
 // BufferDefault is how many events a client's channel holds before the
-// client counts as slow. 256 pointers are 2 KiB per idle client, so 1,000
-// idle clients cost about 2 MiB of buffers.
-const BufferDefault = 256
+// client counts as slow: room for two full tailer pages. 1024 pointers are
+// 8 KiB per idle client, so 1,000 idle clients cost about 8 MiB of buffers.
+const BufferDefault = 1024
 
 // HubConfig configures a Hub.
 type HubConfig struct {
-	// Buffer is the capacity of each client's channel. Default 256.
+	// Buffer is the capacity of each client's channel. Default 1024.
 	Buffer int
 	// Logger receives a warning for each client dropped as slow.
 	Logger *slog.Logger
