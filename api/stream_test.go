@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 	"github.com/stretchr/testify/require"
 	sse "github.com/tmaxmax/go-sse"
 
@@ -578,4 +580,106 @@ func TestIncludeHistory(t *testing.T) {
 	accepted := hist[0].(map[string]any)
 	require.Equal(t, "event.accepted", accepted["type"])
 	require.Equal(t, []any{"orders"}, accepted["data"].(map[string]any)["subscriptions"])
+}
+
+// wsMessage is a server message of /api/stream/ws.
+type wsMessage struct {
+	SubscriptionID string         `json:"subscriptionId"`
+	Event          map[string]any `json:"event"`
+	Status         string         `json:"status"`
+	Error          string         `json:"error"`
+}
+
+func dialWS(t *testing.T, b *streamBundle) *websocket.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(b.ts.URL, "http")+"/api/stream/ws", nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.CloseNow() })
+	return conn
+}
+
+func wsSend(t *testing.T, conn *websocket.Conn, msg map[string]any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, wsjson.Write(ctx, conn, msg))
+}
+
+func wsRead(t *testing.T, conn *websocket.Conn) wsMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var m wsMessage
+	require.NoError(t, wsjson.Read(ctx, conn, &m))
+	return m
+}
+
+// wsEvents reads n event messages and returns "subscription:event id".
+func wsEvents(t *testing.T, conn *websocket.Conn, n int) []string {
+	t.Helper()
+	var out []string
+	for len(out) < n {
+		m := wsRead(t, conn)
+		require.Empty(t, m.Error)
+		require.NotNil(t, m.Event, "status %q where an event was expected", m.Status)
+		out = append(out, m.SubscriptionID+":"+m.Event["id"].(string))
+	}
+	return out
+}
+
+func TestStreamWebSocketSubscribeChangeUnsubscribeResume(t *testing.T) {
+	t.Parallel()
+	b := setupStream(t, stream.HubConfig{}, nil)
+	conn := dialWS(t, b)
+	b.waitClients(t, 1)
+
+	wsSend(t, conn, map[string]any{"action": "subscribe", "subscriptionId": "sub-1", "filters": map[string]any{"types": "dispatch.*"}})
+	require.Equal(t, wsMessage{SubscriptionID: "sub-1", Status: "subscribed"}, wsRead(t, conn))
+	acc := b.newEvent(stream.TypeEventAccepted, "ev-1", stream.Data{EventID: "ev-1", Subscriptions: []string{"orders"}})
+	q1 := b.newEvent(stream.TypeDispatchQueued, "job-1", stream.Data{JobID: "job-1", Subscription: "orders"})
+	b.write(t, acc, q1)
+	require.Equal(t, []string{"sub-1:" + q1.ID}, wsEvents(t, conn, 1))
+
+	// Change the filters of sub-1 mid-connection, add sub-2.
+	wsSend(t, conn, map[string]any{"action": "subscribe", "subscriptionId": "sub-1", "filters": map[string]any{"jobs": "job-2"}})
+	require.Equal(t, "subscribed", wsRead(t, conn).Status)
+	wsSend(t, conn, map[string]any{"action": "subscribe", "subscriptionId": "sub-2", "filters": map[string]any{"types": "event.accepted"}})
+	require.Equal(t, "subscribed", wsRead(t, conn).Status)
+	q1b := b.newEvent(stream.TypeDispatchStarted, "job-1", stream.Data{JobID: "job-1"})
+	s2 := b.newEvent(stream.TypeDispatchStarted, "job-2", stream.Data{JobID: "job-2"})
+	acc2 := b.newEvent(stream.TypeEventAccepted, "ev-2", stream.Data{EventID: "ev-2"})
+	b.write(t, q1b, s2, acc2)
+	require.Equal(t, []string{"sub-1:" + s2.ID, "sub-2:" + acc2.ID}, wsEvents(t, conn, 2))
+
+	// Unsubscribe sub-1: its events stop; sub-2's marker shows nothing else came.
+	wsSend(t, conn, map[string]any{"action": "unsubscribe", "subscriptionId": "sub-1"})
+	require.Equal(t, wsMessage{SubscriptionID: "sub-1", Status: "unsubscribed"}, wsRead(t, conn))
+	c2 := b.newEvent(stream.TypeDispatchCompleted, "job-2", stream.Data{JobID: "job-2"})
+	acc3 := b.newEvent(stream.TypeEventAccepted, "ev-3", stream.Data{EventID: "ev-3"})
+	b.write(t, c2, acc3)
+	require.Equal(t, []string{"sub-2:" + acc3.ID}, wsEvents(t, conn, 1))
+
+	// Leave, miss events, come back and resume sub-1 with lastEventId.
+	require.NoError(t, conn.Close(websocket.StatusNormalClosure, "bye"))
+	b.waitClients(t, 0)
+	f3 := b.newEvent(stream.TypeDispatchFailed, "job-2", stream.Data{JobID: "job-2"})
+	other := b.newEvent(stream.TypeDispatchFailed, "job-9", stream.Data{JobID: "job-9"})
+	b.write(t, f3, other)
+	conn = dialWS(t, b)
+	wsSend(t, conn, map[string]any{"action": "subscribe", "subscriptionId": "sub-1", "filters": map[string]any{"jobs": "job-2"}, "lastEventId": s2.ID})
+	require.Equal(t, "subscribed", wsRead(t, conn).Status)
+	require.Equal(t, []string{"sub-1:" + c2.ID, "sub-1:" + f3.ID}, wsEvents(t, conn, 2), "replay after lastEventId, filtered")
+	live := b.newEvent(stream.TypeDispatchQueued, "job-2", stream.Data{JobID: "job-2"})
+	b.write(t, live)
+	require.Equal(t, []string{"sub-1:" + live.ID}, wsEvents(t, conn, 1), "then live")
+
+	// A bad request is answered, and the connection stays usable.
+	wsSend(t, conn, map[string]any{"action": "subscribe", "subscriptionId": "sub-3", "lastEventId": "nope"})
+	m := wsRead(t, conn)
+	require.Equal(t, "sub-3", m.SubscriptionID)
+	require.NotEmpty(t, m.Error)
+	wsSend(t, conn, map[string]any{"action": "dance", "subscriptionId": "sub-3"})
+	require.NotEmpty(t, wsRead(t, conn).Error)
 }
