@@ -27,6 +27,7 @@ import (
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/store/mongostore"
 	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
 )
 
@@ -122,6 +123,10 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	if c, ok := q.(io.Closer); ok {
 		defer c.Close()
 	}
+	// Every local write of status events wakes the stream tailer at once.
+	hub := stream.NewHub(stream.HubConfig{Logger: logger})
+	defer hub.Close()
+	st = notifyingStore{Store: st, hub: hub}
 	ids := idgen.New(nil)
 	if err := ensureDefaultPool(ctx, st, ids); err != nil {
 		return err
@@ -152,6 +157,8 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		g.Go(func() error { return pending.Run(ctx) })
 		g.Go(func() error { return rescuer.Run(ctx) })
 		g.Go(func() error { return fanout.Run(ctx) })
+		retention := pollers.NewRetention(pollers.RetentionConfig{Store: st, Retention: cfg.StreamRetention, Logger: logger})
+		g.Go(func() error { return retention.Run(ctx) })
 	}
 	if roles["router"] {
 		med := router.NewMediator(router.MediatorConfig{AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version})
@@ -163,11 +170,14 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		g.Go(func() error { return rt.Run(ctx) })
 	}
 	if roles["api"] {
+		tailer := stream.NewTailer(stream.TailerConfig{Store: st, Hub: hub, Logger: logger})
+		g.Go(func() error { return tailer.Run(ctx) })
 		srv := api.New(api.Config{
 			Store: st, Queue: q, Ingest: svc, Enqueuer: enq,
 			Limits:        ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
 			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, IDs: ids, Version: version, Logger: logger,
+			Stream: api.StreamConfig{Hub: hub, Retention: cfg.StreamRetention},
 		})
 		addr, err := listenAndServe(ctx, g, cfg, srv.Handler(), logger)
 		if err != nil {
@@ -245,4 +255,35 @@ func queueKind(cfg *Config) string {
 		return "sqs"
 	}
 	return "in-process"
+}
+
+// notifyingStore wakes the stream tailer after each local write that
+// carries status events, so local events stream without waiting for a poll.
+type notifyingStore struct {
+	Store
+	hub *stream.Hub
+}
+
+func (s notifyingStore) JobInsertMany(ctx context.Context, p *dispatch.JobInsertManyParams) error {
+	err := s.Store.JobInsertMany(ctx, p)
+	if err == nil && len(p.Events) > 0 {
+		s.hub.Notify()
+	}
+	return err //nolint:wrapcheck // a transparent decorator
+}
+
+func (s notifyingStore) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) error {
+	err := s.Store.JobUpdate(ctx, p)
+	if err == nil && len(p.Events) > 0 {
+		s.hub.Notify()
+	}
+	return err //nolint:wrapcheck // a transparent decorator
+}
+
+func (s notifyingStore) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([]ingest.EventIngestResult, error) {
+	res, err := s.Store.EventIngest(ctx, p)
+	if err == nil {
+		s.hub.Notify()
+	}
+	return res, err //nolint:wrapcheck // a transparent decorator
 }
