@@ -2,12 +2,15 @@ package api_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +23,8 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/hooklane/hooklane/api"
+	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/store/mongostore"
 	"github.com/hooklane/hooklane/stream"
 )
 
@@ -682,4 +687,136 @@ func TestStreamWebSocketSubscribeChangeUnsubscribeResume(t *testing.T) {
 	require.NotEmpty(t, m.Error)
 	wsSend(t, conn, map[string]any{"action": "dance", "subscriptionId": "sub-3"})
 	require.NotEmpty(t, wsRead(t, conn).Error)
+}
+
+// instance is one gateway API instance of a multi-instance test: its own
+// hub, tailer and id generator over a shared store.
+type instance struct {
+	url string
+	hub *stream.Hub
+	ids *idgen.Generator
+	st  api.Store
+}
+
+func startInstance(t *testing.T, st api.Store) *instance {
+	t.Helper()
+	hub := stream.NewHub(stream.HubConfig{})
+	// Production timing: the bound under test is the default one.
+	tailer := stream.NewTailer(stream.TailerConfig{Store: st, Hub: hub})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tailer.Run(ctx) }()
+	srv := httptest.NewServer(api.New(api.Config{Store: st, Stream: api.StreamConfig{Hub: hub, Retry: 50 * time.Millisecond}}).Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		require.NoError(t, <-done)
+		hub.Close()
+	})
+	return &instance{url: srv.URL, hub: hub, ids: idgen.New(nil), st: st}
+}
+
+// write stores events as this instance's writers do: the local hub is
+// notified, the other instance only learns from the store.
+func (in *instance) write(t *testing.T, events ...stream.Event) {
+	t.Helper()
+	require.NoError(t, in.st.StatusEventInsertMany(context.Background(), events))
+	in.hub.Notify()
+}
+
+func (in *instance) newEvent(typ, subject string) stream.Event {
+	return stream.Event{ID: in.ids.New(), Type: typ, Time: time.Now().UTC().Truncate(time.Millisecond), Subject: subject, Data: stream.Data{JobID: subject}}
+}
+
+func TestStreamTwoInstancesOverMongoDB(t *testing.T) {
+	t.Parallel()
+	uri := cmp.Or(os.Getenv("HOOKLANE_TEST_MONGO_URI"), "mongodb://127.0.0.1:27017/")
+	ctx := context.Background()
+	st, err := mongostore.Open(ctx, mongostore.Config{URI: uri, Database: fmt.Sprintf("hltest_stream_%d_%d", os.Getpid(), time.Now().UnixNano()%1_000_000)})
+	require.NoError(t, err, "needs the local stack: bash localstack/stack.sh start")
+	t.Cleanup(func() {
+		_, _ = st.StatusEventDeleteBefore(context.Background(), time.Now().Add(time.Hour), 100_000)
+		require.NoError(t, st.Close())
+	})
+	a, b := startInstance(t, st), startInstance(t, st)
+
+	type client struct {
+		mu   sync.Mutex
+		got  []string
+		when map[string]time.Time
+		ch   chan struct{}
+	}
+	connect := func(in *instance) *client {
+		c := &client{when: map[string]time.Time{}, ch: make(chan struct{}, 1000)}
+		reqCtx, cancel := context.WithCancel(context.Background())
+		req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, in.url+"/api/stream", nil)
+		require.NoError(t, err)
+		conn := (&sse.Client{HTTPClient: &http.Client{}}).NewConnection(req)
+		conn.SubscribeToAll(func(e sse.Event) {
+			if e.Data == "" {
+				return
+			}
+			c.mu.Lock()
+			c.got = append(c.got, e.LastEventID)
+			c.when[e.LastEventID] = time.Now()
+			c.mu.Unlock()
+			c.ch <- struct{}{}
+		})
+		done := make(chan struct{})
+		go func() { defer close(done); _ = conn.Connect() }()
+		t.Cleanup(func() { cancel(); <-done })
+		return c
+	}
+	wait := func(c *client, n int) []string {
+		deadline := time.After(30 * time.Second)
+		for {
+			c.mu.Lock()
+			got := slices.Clone(c.got)
+			c.mu.Unlock()
+			if len(got) >= n {
+				return got
+			}
+			select {
+			case <-c.ch:
+			case <-deadline:
+				t.Fatalf("waited for %d events, got %d", n, len(got))
+			}
+		}
+	}
+	onA, onB := connect(a), connect(b)
+	require.Eventually(t, func() bool { return a.hub.Clients() == 1 && b.hub.Clients() == 1 }, 20*time.Second, 5*time.Millisecond)
+
+	// One job, its transitions written alternately by the two instances,
+	// each after the previous one committed (as version-checked writes are).
+	var want []string
+	written := map[string]time.Time{}
+	for i, typ := range []string{stream.TypeDispatchCreated, stream.TypeDispatchQueued, stream.TypeDispatchStarted, stream.TypeDispatchCompleted} {
+		in := a
+		if i%2 == 1 {
+			in = b
+		}
+		e := in.newEvent(typ, "job-x")
+		in.write(t, e)
+		written[e.ID] = time.Now()
+		want = append(want, e.ID)
+	}
+	require.Equal(t, want, wait(onA, 4), "instance A streams B's events, in causal order")
+	require.Equal(t, want, wait(onB, 4), "instance B streams A's events, in causal order")
+
+	// Latency of remote events: stated bound Settle + PollInterval (700 ms)
+	// plus a read; asserted with a wide margin for a loaded machine.
+	bound := stream.SettleDefault + stream.PollIntervalDefault
+	var worst time.Duration
+	for i, id := range want {
+		remote := onB
+		if i%2 == 1 {
+			remote = onA
+		}
+		remote.mu.Lock()
+		d := remote.when[id].Sub(written[id])
+		remote.mu.Unlock()
+		worst = max(worst, d)
+	}
+	t.Logf("worst remote latency %v (stated bound %v + read)", worst, bound)
+	require.Less(t, worst, bound+3*time.Second)
 }
