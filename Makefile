@@ -14,8 +14,9 @@ run: ## Run the gateway on the embedded default (SQLite + in-process queue)
 build: ## Build bin/hooklane
 	$(GO) build -o bin/hooklane ./cmd/hooklane
 
-test: ## Run the whole suite as CI does: local stack, vet, gofmt, race tests, every benchmark once
+test: ## Run the whole suite as CI does: Chromium (browser test), local stack, vet, gofmt, race tests, every benchmark once
 	@set -euo pipefail; \
+	bash scripts/install-chromium.sh; \
 	bash localstack/stack.sh start; \
 	trap 'bash localstack/stack.sh stop' EXIT; \
 	eval "$$(bash localstack/stack.sh env)"; \
