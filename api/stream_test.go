@@ -6,11 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -819,4 +821,41 @@ func TestStreamTwoInstancesOverMongoDB(t *testing.T) {
 	}
 	t.Logf("worst remote latency %v (stated bound %v + read)", worst, bound)
 	require.Less(t, worst, bound+3*time.Second)
+}
+
+func TestStreamThousandIdleClientsMemory(t *testing.T) {
+	// Not parallel: it measures the heap.
+	b := setupStream(t, stream.HubConfig{}, nil)
+	const n = 1000
+	tr := &http.Transport{MaxIdleConnsPerHost: -1}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	bodies := make([]io.Closer, 0, n)
+	defer func() {
+		for _, c := range bodies {
+			_ = c.Close()
+		}
+	}()
+	for range n {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, b.ts.URL+"/api/stream", nil)
+		require.NoError(t, err)
+		resp, err := hc.Do(req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		bodies = append(bodies, resp.Body)
+	}
+	b.waitClients(t, n)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	stacks := int64(after.StackInuse) - int64(before.StackInuse)
+	t.Logf("%d idle stream clients (server and client side in one process): heap +%d KiB (%d B/client), stacks +%d KiB",
+		n, grown>>10, grown/n, stacks>>10)
+	// Server side per client: the hub channel (8 KiB), the handler's
+	// goroutine and buffers; the client side adds its own transport
+	// buffers. 64 KiB per client pair is a generous ceiling.
+	require.Less(t, grown, int64(n*64<<10))
 }
