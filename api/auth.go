@@ -39,32 +39,107 @@ type KeySet struct {
 	keys []Key
 }
 
-// ParseKeys parses "name:role:key" entries separated by commas. Every
-// problem is reported, joined.
+// ParseKeys parses "name:role:key" entries separated by commas (the form
+// of HOOKLANE_API_KEYS). Every problem is reported, joined; no message
+// contains a key.
 func ParseKeys(spec string) (*KeySet, error) {
 	ks := &KeySet{}
 	var errs []error
 	for i, entry := range strings.Split(spec, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
+		if err := ks.addEntry(entry, fmt.Sprintf("entry %d", i+1)); err != nil {
+			errs = append(errs, err)
 		}
-		parts := strings.SplitN(entry, ":", 3)
-		if len(parts) != 3 || parts[0] == "" || parts[2] == "" {
-			errs = append(errs, fmt.Errorf("api key entry %d: want name:role:key", i+1))
-			continue
-		}
-		role := Role(parts[1])
-		if !slices.Contains([]Role{RoleAdmin, RoleProducer, RoleWorker, RoleViewer}, role) {
-			errs = append(errs, fmt.Errorf("api key %q: unknown role %q (admin, producer, worker, viewer)", parts[0], parts[1]))
-			continue
-		}
-		ks.keys = append(ks.keys, Key{Name: parts[0], Role: role, hash: sha256.Sum256([]byte(parts[2]))})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return ks, nil
+}
+
+// ParseKeyFile parses the text of an API keys file: one "name:role:key"
+// entry per line; blank lines and lines starting with # are ignored. The
+// key is the rest of the line after the second colon, trimmed, so it may
+// hold commas. Every problem is reported with its line number.
+func ParseKeyFile(text string) (*KeySet, error) {
+	ks := &KeySet{}
+	var errs []error
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if err := ks.addEntry(line, fmt.Sprintf("line %d", i+1)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return ks, nil
+}
+
+// JoinKeys returns the keys of every set in one set. A name or a key that
+// appears twice is an error: a key must mean one role, and a name must
+// point to one key in the logs.
+func JoinKeys(sets ...*KeySet) (*KeySet, error) {
+	out := &KeySet{}
+	var errs []error
+	for _, ks := range sets {
+		if ks == nil {
+			continue
+		}
+		for _, k := range ks.keys {
+			if err := out.add(k); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Names returns the key names with their roles ("name (role)"), for the
+// start-up log.
+func (ks *KeySet) Names() []string {
+	if ks == nil {
+		return nil
+	}
+	out := make([]string, len(ks.keys))
+	for i, k := range ks.keys {
+		out[i] = k.Name + " (" + string(k.Role) + ")"
+	}
+	return out
+}
+
+func (ks *KeySet) addEntry(entry, where string) error {
+	entry = strings.TrimSpace(entry)
+	if entry == "" {
+		return nil
+	}
+	parts := strings.SplitN(entry, ":", 3)
+	if len(parts) != 3 || strings.TrimSpace(parts[0]) == "" || strings.TrimSpace(parts[2]) == "" {
+		return fmt.Errorf("api key %s: want name:role:key", where)
+	}
+	name, role := strings.TrimSpace(parts[0]), Role(strings.TrimSpace(parts[1]))
+	if !slices.Contains([]Role{RoleAdmin, RoleProducer, RoleWorker, RoleViewer}, role) {
+		return fmt.Errorf("api key %q (%s): unknown role %q (admin, producer, worker, viewer)", name, where, role)
+	}
+	return ks.add(Key{Name: name, Role: role, hash: sha256.Sum256([]byte(strings.TrimSpace(parts[2])))})
+}
+
+func (ks *KeySet) add(k Key) error {
+	for _, have := range ks.keys {
+		if have.Name == k.Name {
+			return fmt.Errorf("api key %q: the name is used twice", k.Name)
+		}
+		if have.hash == k.hash {
+			return fmt.Errorf("api key %q: the same key as %q", k.Name, have.Name)
+		}
+	}
+	ks.keys = append(ks.keys, k)
+	return nil
 }
 
 // Len is the number of keys.
@@ -112,7 +187,7 @@ func (s *Server) auth(roles ...Role) gin.HandlerFunc {
 			c.Abort()
 			return
 		}
-		c.Set("api_key_name", key.Name)
+		c.Set(ctxKeyName, key.Name)
 		if key.Role != RoleAdmin && !slices.Contains(roles, key.Role) {
 			writeProblem(c, newProblem(http.StatusForbidden, fmt.Sprintf("the key %q (role %s) may not do this", key.Name, key.Role)))
 			c.Abort()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -14,6 +15,7 @@ import (
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/metrics"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
@@ -60,6 +62,9 @@ type Config struct {
 	PoolChangedFunc func(id string)
 	// Keys are the API keys; empty means authentication is off.
 	Keys *KeySet
+	// Metrics is served at /metrics and fed with HTTP request counts. Nil
+	// uses a fresh metrics.New (served, but fed by nothing else).
+	Metrics *metrics.Metrics
 	// AllowPrivateTargets skips the target address check.
 	AllowPrivateTargets bool
 	// Resolver resolves target hosts for the address check; nil uses
@@ -89,13 +94,19 @@ func New(cfg Config) *Server {
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
-	cfg.Logger = cfg.Logger.With("component", "api")
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New(metrics.Config{NowFunc: cfg.NowFunc})
+	}
+	cfg.Logger = slog.New(WithRequestID(cfg.Logger.Handler())).With("component", "api")
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
 	s := &Server{cfg: cfg, engine: e}
-	e.Use(s.recoverPanics, s.logRequests)
+	// Order: the request id first (so every later log line carries it),
+	// then the access log and metrics, then panic recovery, innermost, so a
+	// panic is logged and counted as the 500 it becomes.
+	e.Use(s.requestID, s.logRequests, s.recoverPanics)
 	e.NoRoute(func(c *gin.Context) {
 		writeProblem(c, newProblem(http.StatusNotFound, "no such route: "+c.Request.URL.Path))
 	})
@@ -109,12 +120,30 @@ func New(cfg Config) *Server {
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.engine }
 
+// Route is one registered route: its method and its path template
+// ("/api/events/:id").
+type Route struct {
+	Method, Path string
+}
+
+// Routes returns every registered route, for documentation checks.
+func (s *Server) Routes() []Route {
+	rs := s.engine.Routes()
+	out := make([]Route, len(rs))
+	for i, r := range rs {
+		out[i] = Route{Method: r.Method, Path: r.Path}
+	}
+	return out
+}
+
 func (s *Server) routes() {
 	e := s.engine
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", gin.WrapH(s.cfg.Metrics.Handler()))
 
 	a := e.Group("/api")
+	a.GET("/openapi.json", s.auth(RoleProducer, RoleWorker, RoleViewer), s.openAPI)
 	a.POST("/events", s.auth(RoleProducer), s.h(s.postEvents))
 	a.GET("/events", s.auth(RoleProducer, RoleViewer), s.h(s.listEvents))
 	a.GET("/events/:id", s.auth(RoleProducer, RoleViewer), s.h(s.getEvent))
@@ -187,11 +216,34 @@ func (s *Server) recoverPanics(c *gin.Context) {
 	c.Next()
 }
 
+// logRequests writes the access log line of every request (with the name
+// of the API key that authenticated it, never the key) and counts it in
+// the HTTP metrics by route template. Probes and scrapes log at debug.
 func (s *Server) logRequests(c *gin.Context) {
 	start := s.cfg.NowFunc()
 	c.Next()
-	s.cfg.Logger.DebugContext(c.Request.Context(), "request", "method", c.Request.Method, "path", c.Request.URL.Path,
-		"status", c.Writer.Status(), "duration_ms", s.cfg.NowFunc().Sub(start).Milliseconds())
+	d := s.cfg.NowFunc().Sub(start)
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched"
+	}
+	status := c.Writer.Status()
+	s.cfg.Metrics.ObserveHTTP(c.Request.Method, route, status, d)
+	if route == "/api/dispatch-jobs" && c.Request.Method == http.MethodPost && status == http.StatusCreated {
+		s.cfg.Metrics.ObserveTaskJobCreated()
+	}
+	level := slog.LevelInfo
+	if !strings.HasPrefix(route, "/api/") {
+		level = slog.LevelDebug
+	}
+	attrs := []slog.Attr{
+		slog.String("method", c.Request.Method), slog.String("path", c.Request.URL.Path), slog.String("route", route),
+		slog.Int("status", status), slog.Int64("duration_ms", d.Milliseconds()), slog.String("remote_addr", c.ClientIP()),
+	}
+	if name := c.GetString(ctxKeyName); name != "" {
+		attrs = append(attrs, slog.String("api_key", name))
+	}
+	s.cfg.Logger.LogAttrs(c.Request.Context(), level, "request", attrs...)
 }
 
 func (s *Server) healthz(c *gin.Context) {

@@ -54,7 +54,26 @@ type Config struct {
 	IDs       *idgen.Generator
 	Logger    *slog.Logger
 	NowFunc   func() time.Time
+	// OnIngestFunc, when set, is called once per event of a request that
+	// reached validation, with its type, its outcome (OutcomeAccepted,
+	// OutcomeDuplicate, OutcomeRejected, OutcomeFailed) and the number of
+	// jobs stored for it. For metrics; it must not block.
+	OnIngestFunc func(ctx context.Context, eventType, outcome string, jobs int)
 }
+
+// Outcomes reported to Config.OnIngestFunc.
+const (
+	// OutcomeAccepted is a new event, stored with its jobs.
+	OutcomeAccepted = "accepted"
+	// OutcomeDuplicate is an event whose dedup key was already stored.
+	OutcomeDuplicate = "duplicate"
+	// OutcomeRejected is an event of a request refused for breaking a rule
+	// (422): every event of a refused batch counts.
+	OutcomeRejected = "rejected"
+	// OutcomeFailed is an event of a request that could not be confirmed
+	// (store or matching failure).
+	OutcomeFailed = "failed"
+)
 
 // Service runs the ingest pipeline.
 type Service struct {
@@ -87,6 +106,33 @@ type Result struct {
 // jobs and queues the jobs. It returns an *Error for input that breaks a
 // rule; any other error means nothing of the request can be confirmed.
 func (s *Service) Ingest(ctx context.Context, req *Request) ([]Result, error) {
+	results, err := s.ingest(ctx, req)
+	if s.cfg.OnIngestFunc != nil {
+		s.report(ctx, req, results, err)
+	}
+	return results, err
+}
+
+// report tells OnIngestFunc the outcome of every event of req.
+func (s *Service) report(ctx context.Context, req *Request, results []Result, err error) {
+	outcome := OutcomeFailed
+	var ie *Error
+	if errors.As(err, &ie) {
+		outcome = OutcomeRejected
+	}
+	for i := range req.Events {
+		switch {
+		case err != nil:
+			s.cfg.OnIngestFunc(ctx, req.Events[i].Type, outcome, 0)
+		case results[i].Duplicate:
+			s.cfg.OnIngestFunc(ctx, req.Events[i].Type, OutcomeDuplicate, 0)
+		default:
+			s.cfg.OnIngestFunc(ctx, req.Events[i].Type, OutcomeAccepted, len(results[i].Jobs))
+		}
+	}
+}
+
+func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 	now := s.cfg.NowFunc().UTC().Truncate(time.Millisecond)
 	results := make([]Result, len(req.Events))
 	items := make([]EventIngestItem, len(req.Events))

@@ -37,6 +37,9 @@ type FanOutConfig struct {
 	BatchSize int
 	Logger    *slog.Logger
 	NowFunc   func() time.Time
+	// OnFanOutFunc, when set, is called after each recovered fan-out with
+	// the number of jobs it stored. For metrics; it must not block.
+	OnFanOutFunc func(jobs int)
 }
 
 // FanOut finishes the fan-out of events a crash left stored without their
@@ -77,6 +80,9 @@ func (f *FanOut) RunOnce(ctx context.Context, before time.Time) (int, error) {
 			return i, fmt.Errorf("fan out event %s: %w", ev.ID, err)
 		}
 		f.cfg.Logger.InfoContext(ctx, "finished interrupted fan-out", "event_id", ev.ID, "jobs", jobs)
+		if f.cfg.OnFanOutFunc != nil {
+			f.cfg.OnFanOutFunc(jobs)
+		}
 	}
 	return len(events), nil
 }

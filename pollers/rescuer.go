@@ -36,7 +36,19 @@ type RescuerConfig struct {
 	NewID         func() string
 	Logger        *slog.Logger
 	NowFunc       func() time.Time
+	// OnRescueFunc, when set, is called after each check that moved jobs,
+	// with the check (RescueStaleQueued or RescueExpiredLease) and how many
+	// jobs it moved. For metrics; it must not block.
+	OnRescueFunc func(check string, moved int)
 }
+
+// Checks reported to RescuerConfig.OnRescueFunc.
+const (
+	// RescueStaleQueued is the check of jobs QUEUED for too long.
+	RescueStaleQueued = "stale_queued"
+	// RescueExpiredLease is the check of IN_PROGRESS jobs whose lease expired.
+	RescueExpiredLease = "expired_lease"
+)
 
 // Rescuer returns lost jobs to PENDING, due at once, where the pending
 // poller picks them up: push jobs QUEUED for longer than StaleQueuedAfter
@@ -85,7 +97,9 @@ func (r *Rescuer) RescueStale(ctx context.Context, olderThan time.Duration) (int
 	if err != nil {
 		return 0, fmt.Errorf("list stale queued jobs: %w", err)
 	}
-	return r.reset(ctx, jobs, now, "queued too long: message presumed lost", false)
+	n, err := r.reset(ctx, jobs, now, "queued too long: message presumed lost", false)
+	r.report(RescueStaleQueued, n)
+	return n, err
 }
 
 // RescueExpired moves IN_PROGRESS jobs whose lease expired by `at` to
@@ -98,7 +112,15 @@ func (r *Rescuer) RescueExpired(ctx context.Context, at time.Time) (int, error) 
 	if err != nil {
 		return 0, fmt.Errorf("list expired claims: %w", err)
 	}
-	return r.reset(ctx, jobs, r.cfg.NowFunc(), "lease expired: worker presumed dead", true)
+	n, err := r.reset(ctx, jobs, r.cfg.NowFunc(), "lease expired: worker presumed dead", true)
+	r.report(RescueExpiredLease, n)
+	return n, err
+}
+
+func (r *Rescuer) report(check string, moved int) {
+	if r.cfg.OnRescueFunc != nil && moved > 0 {
+		r.cfg.OnRescueFunc(check, moved)
+	}
 }
 
 func (r *Rescuer) reset(ctx context.Context, jobs []*dispatch.Job, now time.Time, reason string, abandoned bool) (int, error) {

@@ -4,12 +4,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hooklane/hooklane/api"
 )
 
 // Config is every setting of `hooklane serve`. Each field is a flag and a
@@ -34,6 +37,9 @@ type Config struct {
 	// APIKeys are name:role:key entries, comma-separated. Default empty:
 	// authentication off, loopback only.
 	APIKeys string
+	// APIKeysFile is a file of API keys, one name:role:key entry per line
+	// (# starts a comment line), added to APIKeys. Default empty.
+	APIKeysFile string
 	// AllowPrivateTargets permits loopback and private webhook targets.
 	AllowPrivateTargets bool
 	// AllowUnknownTypes accepts events of unregistered types.
@@ -65,6 +71,10 @@ type Config struct {
 	// RouterConcurrency bounds the deliveries one process runs at once.
 	// Default 1024.
 	RouterConcurrency int
+
+	// keys are the parsed API keys of APIKeys and APIKeysFile, set by
+	// loadConfig; only their hashes are kept.
+	keys *api.KeySet
 }
 
 // setting is one configuration knob: its flag, its environment variable,
@@ -127,6 +137,7 @@ func settings(c *Config) []setting {
 		{"sqs-endpoint", "HOOKLANE_SQS_ENDPOINT", "", "SQS endpoint override, e.g. LocalStack (empty: AWS)", str(&c.SQSEndpoint)},
 		{"sqs-region", "HOOKLANE_SQS_REGION", "", "AWS region of the queue (empty: the standard AWS chain)", str(&c.SQSRegion)},
 		{"api-keys", "HOOKLANE_API_KEYS", "", "API keys as name:role:key, comma-separated (empty: auth off, loopback only)", str(&c.APIKeys)},
+		{"api-keys-file", "HOOKLANE_API_KEYS_FILE", "", "file of API keys, one name:role:key per line, # comments (added to --api-keys)", str(&c.APIKeysFile)},
 		{"allow-private-targets", "HOOKLANE_ALLOW_PRIVATE_TARGETS", "false", "permit loopback/private webhook targets", boolean(&c.AllowPrivateTargets)},
 		{"allow-unknown-types", "HOOKLANE_ALLOW_UNKNOWN_TYPES", "false", "accept events of unregistered types", boolean(&c.AllowUnknownTypes)},
 		{"stream-retention", "HOOKLANE_STREAM_RETENTION", "1h", "how long status events stay replayable", dur(&c.StreamRetention)},
@@ -201,6 +212,11 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	keys, err := loadKeys(c.APIKeys, c.APIKeysFile)
+	if err != nil {
+		return nil, err
+	}
+	c.keys = keys
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
@@ -240,13 +256,51 @@ func (c *Config) validate() error {
 	host, _, err := net.SplitHostPort(c.Listen)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("HOOKLANE_LISTEN (--listen): %q is not host:port", c.Listen))
-	} else if strings.TrimSpace(c.APIKeys) == "" && !isLoopback(host) {
-		errs = append(errs, fmt.Errorf("HOOKLANE_LISTEN (--listen): refusing to listen on %s without API keys: set HOOKLANE_API_KEYS (--api-keys) or listen on 127.0.0.1", c.Listen))
+	} else if c.keys.Len() == 0 && !isLoopback(host) {
+		errs = append(errs, fmt.Errorf("HOOKLANE_LISTEN (--listen): refusing to listen on %s without API keys: set HOOKLANE_API_KEYS (--api-keys) or HOOKLANE_API_KEYS_FILE (--api-keys-file), or listen on 127.0.0.1", c.Listen))
 	}
 	if c.MongoURI == "" && c.DataDir == "" {
 		errs = append(errs, errors.New("HOOKLANE_DATA_DIR (--data-dir): required for the embedded store"))
 	}
 	return errors.Join(errs...)
+}
+
+// loadKeys parses the keys of HOOKLANE_API_KEYS and of the file
+// HOOKLANE_API_KEYS_FILE names. Errors name the setting, never a key.
+func loadKeys(spec, file string) (*api.KeySet, error) {
+	fromEnv, err := api.ParseKeys(spec)
+	if err != nil {
+		return nil, fmt.Errorf("HOOKLANE_API_KEYS (--api-keys): %w", err)
+	}
+	var fromFile *api.KeySet
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("HOOKLANE_API_KEYS_FILE (--api-keys-file): read keys: %w", err)
+		}
+		if fromFile, err = api.ParseKeyFile(string(b)); err != nil {
+			return nil, fmt.Errorf("HOOKLANE_API_KEYS_FILE (--api-keys-file) %s: %w", file, err)
+		}
+	}
+	ks, err := api.JoinKeys(fromEnv, fromFile)
+	if err != nil {
+		return nil, fmt.Errorf("HOOKLANE_API_KEYS (--api-keys) and HOOKLANE_API_KEYS_FILE (--api-keys-file): %w", err)
+	}
+	return ks, nil
+}
+
+// configDoc writes the configuration reference as the Markdown table the
+// README carries between its config-doc markers.
+func configDoc(w io.Writer) {
+	fmt.Fprintln(w, "| env | flag | default | meaning |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, s := range settings(&Config{}) {
+		def := "empty"
+		if s.def != "" {
+			def = "`" + s.def + "`"
+		}
+		fmt.Fprintf(w, "| `%s` | `--%s` | %s | %s |\n", s.env, s.flag, def, strings.ReplaceAll(s.usage, "|", "\\|"))
+	}
 }
 
 func isLoopback(host string) bool {

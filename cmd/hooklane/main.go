@@ -45,6 +45,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			return 1
 		}
 		return 0
+	case "config-doc":
+		configDoc(stdout)
+		return 0
 	case "version":
 		fmt.Fprintf(stdout, "hooklane %s\n", version)
 		return 0
@@ -61,8 +64,9 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: hooklane <command> [flags]
 
 commands:
-  serve     run the gateway (see hooklane serve -h for every setting)
-  receive   run a development webhook receiver that prints deliveries
-  version   print the version
+  serve        run the gateway (see hooklane serve -h for every setting)
+  receive      run a development webhook receiver that prints deliveries
+  version      print the version
+  config-doc   print the configuration reference (the README's table)
 `)
 }

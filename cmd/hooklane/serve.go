@@ -72,10 +72,11 @@ func newLogger(cfg *Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	opts := &slog.HandlerOptions{Level: level}
+	// Every line logged with a request's context carries its request_id.
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(api.WithRequestID(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(api.WithRequestID(slog.NewTextHandler(w, opts)))
 }
 
 // ensureDefaultPool creates the default dispatch pool on first start.
@@ -107,9 +108,12 @@ func workerID() string {
 func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr string)) error {
 	logger := newLogger(cfg, logw)
 	roles := cfg.roles()
-	keys, err := api.ParseKeys(cfg.APIKeys)
-	if err != nil {
-		return fmt.Errorf("HOOKLANE_API_KEYS (--api-keys): %w", err)
+	keys := cfg.keys
+	if keys == nil { // a Config not made by loadConfig
+		var err error
+		if keys, err = loadKeys(cfg.APIKeys, cfg.APIKeysFile); err != nil {
+			return err
+		}
 	}
 	st, err := openStore(ctx, cfg, logger)
 	if err != nil {
@@ -134,12 +138,14 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 
 	subs := subscription.NewCache(subscription.CacheConfig{Store: st, Logger: logger})
 	defer subs.Close()
-	registry := schema.NewRegistry(schema.RegistryConfig{Store: st, AllowUnknownTypes: cfg.AllowUnknownTypes, Logger: logger})
-	enq := &dispatch.Enqueuer{Queue: q, Store: st, NewID: ids.New, NowFunc: time.Now, Logger: logger.With("component", "enqueuer")}
-	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Enqueuer: enq, IDs: ids, Logger: logger})
 	pools := router.NewPools(st)
+	m := newMetrics(st, pools, subs, hub)
+	mq := m.InstrumentQueue(q) // counts send/receive errors; q itself stays the readiness Pinger
+	registry := schema.NewRegistry(schema.RegistryConfig{Store: st, AllowUnknownTypes: cfg.AllowUnknownTypes, Logger: logger})
+	enq := &dispatch.Enqueuer{Queue: mq, Store: st, NewID: ids.New, NowFunc: time.Now, Logger: logger.With("component", "enqueuer")}
+	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Enqueuer: enq, IDs: ids, Logger: logger, OnIngestFunc: m.ObserveIngest})
 	rescuer := pollers.NewRescuer(pollers.RescuerConfig{
-		Store: st, StaleQueuedAfter: cfg.StaleQueuedAfter, NewID: ids.New, Logger: logger,
+		Store: st, StaleQueuedAfter: cfg.StaleQueuedAfter, NewID: ids.New, Logger: logger, OnRescueFunc: m.ObservePollerMoves,
 	})
 	if inProcess {
 		// The in-process queue died with the previous process: what it held
@@ -152,8 +158,9 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return subs.Run(ctx) })
 	if roles["pollers"] {
-		pending := pollers.NewPending(pollers.PendingConfig{Store: st, Enqueuer: enq, Interval: cfg.PendingPollInterval, NewID: ids.New, Logger: logger})
-		fanout := pollers.NewFanOut(pollers.FanOutConfig{Store: st, FanOuter: svc, Logger: logger})
+		pending := pollers.NewPending(pollers.PendingConfig{Store: st, Enqueuer: m.CountPending(enq), Interval: cfg.PendingPollInterval, NewID: ids.New, Logger: logger})
+		fanout := pollers.NewFanOut(pollers.FanOutConfig{Store: st, FanOuter: svc, Logger: logger,
+			OnFanOutFunc: func(n int) { m.ObservePollerMoves("fanout", n) }})
 		g.Go(func() error { return pending.Run(ctx) })
 		g.Go(func() error { return rescuer.Run(ctx) })
 		g.Go(func() error { return fanout.Run(ctx) })
@@ -164,8 +171,8 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		med := router.NewMediator(router.MediatorConfig{AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version})
 		defer med.Close()
 		rt := router.New(router.Config{
-			Queue: q, Store: st, Pools: pools, Mediator: med, Enqueuer: enq, NewID: ids.New, WorkerID: workerID(),
-			Lease: cfg.Lease, MaxInFlight: cfg.RouterConcurrency, Logger: logger,
+			Queue: mq, Store: st, Pools: pools, Mediator: med, Enqueuer: enq, NewID: ids.New, WorkerID: workerID(),
+			Lease: cfg.Lease, MaxInFlight: cfg.RouterConcurrency, Logger: logger, OnAttemptFunc: m.ObserveAttempt,
 		})
 		g.Go(func() error { return rt.Run(ctx) })
 	}
@@ -176,7 +183,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			Store: st, Queue: q, Ingest: svc, Enqueuer: enq,
 			Limits:        ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
 			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys,
-			AllowPrivateTargets: cfg.AllowPrivateTargets, IDs: ids, Version: version, Logger: logger,
+			AllowPrivateTargets: cfg.AllowPrivateTargets, IDs: ids, Version: version, Logger: logger, Metrics: m,
 			Stream: api.StreamConfig{Hub: hub, Retention: cfg.StreamRetention},
 		})
 		addr, err := listenAndServe(ctx, g, cfg, srv.Handler(), logger)

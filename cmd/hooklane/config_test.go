@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestLoadConfigDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig(nil, func(string) string { return "" })
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:8080", c.Listen)
+	require.Equal(t, 0, c.keys.Len())
+	require.Equal(t, int64(1<<20), c.MaxEventBytes)
+}
+
+func TestLoadConfigFlagWinsOverEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"HOOKLANE_MAX_BATCH": "10", "HOOKLANE_LOG_LEVEL": "debug"}
+	c, err := loadConfig([]string{"--max-batch", "20"}, func(k string) string { return env[k] })
+	require.NoError(t, err)
+	require.Equal(t, 20, c.MaxBatch)
+	require.Equal(t, "debug", c.LogLevel)
+}
+
+func TestLoadConfigAPIKeys(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "keys")
+	require.NoError(t, os.WriteFile(file, []byte("# ops team\nops:admin:s3cret-admin\n\nshop:producer:s3cret,with,commas\n"), 0o600))
+	env := map[string]string{
+		"HOOKLANE_LISTEN": "0.0.0.0:8080", "HOOKLANE_API_KEYS": "dash:viewer:s3cret-viewer", "HOOKLANE_API_KEYS_FILE": file,
+	}
+	c, err := loadConfig(nil, func(k string) string { return env[k] })
+	require.NoError(t, err)
+	require.Equal(t, []string{"dash (viewer)", "ops (admin)", "shop (producer)"}, c.keys.Names())
+}
+
+// TestLoadConfigErrors: every problem is reported at once, each naming its
+// variable and flag, and no error shows a key.
+func TestLoadConfigErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	badFile := filepath.Join(dir, "bad")
+	require.NoError(t, os.WriteFile(badFile, []byte("ops:admin:s3cret-one\nops:viewer:s3cret-two\n"), 0o600))
+	tests := []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{name: "no keys beyond loopback", env: map[string]string{"HOOKLANE_LISTEN": "0.0.0.0:8080"},
+			want: []string{"HOOKLANE_LISTEN (--listen): refusing to listen on 0.0.0.0:8080 without API keys"}},
+		{name: "no keys on a public name", env: map[string]string{"HOOKLANE_LISTEN": "example.com:8080"},
+			want: []string{"refusing to listen on example.com:8080 without API keys"}},
+		{name: "bad key entry", env: map[string]string{"HOOKLANE_API_KEYS": "ops:root:s3cret-one"},
+			want: []string{"HOOKLANE_API_KEYS (--api-keys)", `unknown role "root"`}},
+		{name: "missing keys file", env: map[string]string{"HOOKLANE_API_KEYS_FILE": filepath.Join(dir, "nope")},
+			want: []string{"HOOKLANE_API_KEYS_FILE (--api-keys-file): read keys"}},
+		{name: "duplicate name in file", env: map[string]string{"HOOKLANE_API_KEYS_FILE": badFile},
+			want: []string{"HOOKLANE_API_KEYS_FILE (--api-keys-file)", `"ops": the name is used twice`}},
+		{name: "several problems", env: map[string]string{"HOOKLANE_LOG_FORMAT": "xml", "HOOKLANE_ROLES": "api,cook", "HOOKLANE_MAX_EVENT_BYTES": "99999999999"},
+			want: []string{"HOOKLANE_LOG_FORMAT (--log-format)", `HOOKLANE_ROLES (--roles): unknown role "cook"`, "HOOKLANE_MAX_EVENT_BYTES (--max-event-bytes)"}},
+		{name: "bad duration", env: map[string]string{"HOOKLANE_LEASE": "soon"},
+			want: []string{"HOOKLANE_LEASE (--lease): must be a positive duration"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := loadConfig(nil, func(k string) string { return tt.env[k] })
+			require.Error(t, err)
+			for _, w := range tt.want {
+				require.ErrorContains(t, err, w)
+			}
+			require.NotContains(t, err.Error(), "s3cret")
+		})
+	}
+}
+
+func TestLoopbackWithoutKeysIsAllowed(t *testing.T) {
+	t.Parallel()
+	for _, listen := range []string{"127.0.0.1:0", "localhost:8080", "[::1]:8080"} {
+		_, err := loadConfig([]string{"--listen", listen}, func(string) string { return "" })
+		require.NoError(t, err, listen)
+	}
+}
+
+// TestServeRefusesPublicListenWithoutKeys runs the command itself: a
+// non-zero exit status with the reason on stderr.
+func TestServeRefusesPublicListenWithoutKeys(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"serve", "--listen", "0.0.0.0:0", "--data-dir", t.TempDir()}, func(string) string { return "" }, &stdout, &stderr)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, stderr.String(), "refusing to listen on 0.0.0.0:0 without API keys")
+}
+
+// TestREADMEConfigurationMatchesSettings fails when README.md's
+// configuration table drifts from the settings: regenerate it with
+// `go run ./cmd/hooklane config-doc`.
+func TestREADMEConfigurationMatchesSettings(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	const begin, end = "<!-- config-doc:begin -->\n", "<!-- config-doc:end -->"
+	_, rest, ok := strings.Cut(string(readme), begin)
+	require.True(t, ok, "README.md lacks %q", begin)
+	table, _, ok := strings.Cut(rest, end)
+	require.True(t, ok, "README.md lacks %q", end)
+	var want bytes.Buffer
+	configDoc(&want)
+	require.Equal(t, want.String(), table, "README.md's configuration table is stale: run go run ./cmd/hooklane config-doc and paste it between the markers")
+}
+
+func TestConfigDocListsEverySetting(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	require.Equal(t, 0, run([]string{"config-doc"}, func(string) string { return "" }, &out, &out))
+	for _, s := range settings(&Config{}) {
+		require.Contains(t, out.String(), "| `"+s.env+"` | `--"+s.flag+"` |")
+	}
+}

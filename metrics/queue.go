@@ -1,0 +1,88 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/queue"
+)
+
+// Queue wraps a queue.Queue and counts its failed operations in
+// hooklane_queue_errors_total. It changes no behaviour: every call and
+// error passes through unchanged.
+type Queue struct {
+	queue.Queue
+
+	m *Metrics
+}
+
+// InstrumentQueue returns q counted by m.
+func (m *Metrics) InstrumentQueue(q queue.Queue) *Queue { return &Queue{Queue: q, m: m} }
+
+// SendBatch sends msgs; a failed call counts every message, a partial
+// failure counts the failed entries.
+func (q *Queue) SendBatch(ctx context.Context, msgs []queue.OutMessage) ([]queue.SendResult, error) {
+	res, err := q.Queue.SendBatch(ctx, msgs)
+	if err != nil {
+		q.m.ObserveQueueError("send", len(msgs))
+		return res, err //nolint:wrapcheck // a transparent wrapper
+	}
+	failed := 0
+	for _, r := range res {
+		if r.Err != nil {
+			failed++
+		}
+	}
+	q.m.ObserveQueueError("send", failed)
+	return res, nil
+}
+
+// Receive receives messages; a failure is counted unless ctx ended (a
+// shutdown is not a queue error).
+func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Message, error) {
+	msgs, err := q.Queue.Receive(ctx, p)
+	if err != nil && ctx.Err() == nil {
+		q.m.ObserveQueueError("receive", 1)
+	}
+	return msgs, err //nolint:wrapcheck // a transparent wrapper
+}
+
+// Delete deletes a message; failures other than an expired receipt count.
+func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
+	err := q.Queue.Delete(ctx, receiptHandle)
+	if err != nil && !errors.Is(err, queue.ErrInvalidReceipt) && ctx.Err() == nil {
+		q.m.ObserveQueueError("delete", 1)
+	}
+	return err //nolint:wrapcheck // a transparent wrapper
+}
+
+// Enqueuer is what the pending poller sends through.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, jobs []*dispatch.Job) (int, error)
+}
+
+// PendingEnqueuer wraps the enqueuer the pending poller uses, counting the
+// push jobs it moves from PENDING to QUEUED (every job it hands over) in
+// hooklane_poller_moved_jobs_total{poller="pending"}.
+type PendingEnqueuer struct {
+	Enqueuer
+
+	m *Metrics
+}
+
+// CountPending returns e counted as the pending poller's moves.
+func (m *Metrics) CountPending(e Enqueuer) *PendingEnqueuer {
+	return &PendingEnqueuer{Enqueuer: e, m: m}
+}
+
+// Enqueue counts the jobs and sends them.
+func (p *PendingEnqueuer) Enqueue(ctx context.Context, jobs []*dispatch.Job) (int, error) {
+	p.m.ObservePollerMoves("pending", len(jobs))
+	n, err := p.Enqueuer.Enqueue(ctx, jobs)
+	if err != nil {
+		return n, fmt.Errorf("enqueue pending jobs: %w", err)
+	}
+	return n, nil
+}
