@@ -264,7 +264,7 @@ func (s *Server) streamSSE(c *gin.Context) error {
 			if !ok {
 				// Dropped as slow (or shutting down): closing the response
 				// makes the client reconnect with its Last-Event-ID.
-				s.cfg.Logger.InfoContext(ctx, "stream client disconnected as slow", "remote", c.ClientIP())
+				s.cfg.Logger.InfoContext(ctx, "stream client dropped (too slow, or shutting down)", "remote", c.ClientIP())
 				return nil
 			}
 			if !feed.Live(e) {

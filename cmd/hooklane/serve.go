@@ -179,6 +179,13 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	if roles["api"] {
 		tailer := stream.NewTailer(stream.TailerConfig{Store: st, Hub: hub, Logger: logger})
 		g.Go(func() error { return tailer.Run(ctx) })
+		g.Go(func() error {
+			// http.Server.Shutdown waits for open requests, and a stream
+			// never ends by itself: closing the hub ends every stream.
+			<-ctx.Done()
+			hub.Close()
+			return nil
+		})
 		srv := api.New(api.Config{
 			Store: st, Queue: q, Ingest: svc, Enqueuer: enq,
 			Limits:        ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},

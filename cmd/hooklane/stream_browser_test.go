@@ -133,3 +133,36 @@ func TestStreamInHeadlessChromium(t *testing.T) {
 		t.Fatal("no result from the page")
 	}
 }
+
+func TestStreamEndsOnShutdown(t *testing.T) {
+	t.Parallel()
+	args := []string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--shutdown-timeout", "20s"}
+	cfg, err := loadConfig(args, func(string) string { return "" })
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, testWriter{t}, func(a string) { addr <- a }) }()
+	base := "http://" + <-addr
+
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/api/stream", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	// An open stream must not hold the graceful stop until its timeout.
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+		t.Logf("stopped %v after the signal with a stream open", time.Since(start))
+	case <-time.After(15 * time.Second):
+		t.Fatal("the open stream held the shutdown")
+	}
+	_, err = io.ReadAll(resp.Body)
+	require.NoError(t, err, "the stream ended cleanly")
+}
