@@ -24,6 +24,8 @@ func TestCompile(t *testing.T) {
 		{name: "2020-12 named", schema: `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object"}`},
 		{name: "draft-07 named", schema: `{` + draft07 + `"definitions":{"a":{"type":"string"}},"items":[{"$ref":"#/definitions/a"}],"additionalItems":false}`},
 		{name: "boolean schema", schema: `true`},
+		{name: "draft-07 without fragment", schema: `{"$schema":"http://json-schema.org/draft-07/schema","type":"object"}`},
+		{name: "refs inside its own $id resolve", schema: `{"$id":"https://example.com/order.json","$defs":{"a":{"type":"string"}},"properties":{"x":{"$ref":"https://example.com/order.json#/$defs/a"},"y":{"$ref":"#/$defs/a"}}}`},
 		{name: "array form of items is not 2020-12", schema: `{"items":[{"type":"string"}]}`, wantPtr: "/items", wantMsg: "got array, want"},
 		{name: "draft-07 rules apply when named", schema: `{` + draft07 + `"exclusiveMinimum":true}`, wantPtr: "/exclusiveMinimum", wantMsg: "got boolean, want number"},
 		{name: "unknown type name", schema: `{"type":"object","properties":{"amount":{"type":"nummber"}}}`, wantPtr: "/properties/amount/type", wantMsg: "value must be one of"},
