@@ -24,9 +24,6 @@ var notYetRouted = []string{ //nolint:gochecknoglobals // test fixture
 	"POST /api/dispatch-jobs/{id}/fail",
 	"POST /api/dispatch-jobs/{id}/heartbeat",
 	"GET /api/workers",
-	// §7 stream, and its WebSocket extension.
-	"GET /api/stream",
-	"GET /api/stream/ws",
 }
 
 var ginParam = regexp.MustCompile(`[:*]([A-Za-z_]+)`) //nolint:gochecknoglobals // read-only
