@@ -33,7 +33,7 @@ func openAPIPath(route string) string { return ginParam.ReplaceAllString(route, 
 
 func loadOpenAPI(t *testing.T) *openapi3.T {
 	t.Helper()
-	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPI)
+	doc, err := openapi3.NewLoader().LoadFromData(api.OpenAPI())
 	require.NoError(t, err)
 	return doc
 }
@@ -96,7 +96,7 @@ func rolesOf(t *testing.T) map[string][]string {
 	var raw struct {
 		Paths map[string]map[string]json.RawMessage `json:"paths"`
 	}
-	require.NoError(t, json.Unmarshal(api.OpenAPI, &raw))
+	require.NoError(t, json.Unmarshal(api.OpenAPI(), &raw))
 	out := map[string][]string{}
 	for p, ops := range raw.Paths {
 		for method, body := range ops {
