@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -205,6 +206,74 @@ func FuzzIngestPipeline(f *testing.F) {
 			for _, res := range results {
 				require.NotNil(t, res.Event)
 			}
+		}
+	})
+}
+
+// fuzzTypes are the event types FuzzIngestData picks from: schema versions
+// of every status, an ARCHIVE type, a type without versions, an unknown one.
+var fuzzTypes = []string{"shop.order.created", "shop.order.archived", "shop.any", "shop.unknown"} //nolint:gochecknoglobals // read-only test fixture
+
+// FuzzIngestData keeps the envelope valid and fuzzes what schema
+// validation and matching see: the type, the dataversion, the data and the
+// region extension, single or as a batch item. Only 422 may come back.
+func FuzzIngestData(f *testing.F) {
+	for _, s := range []struct {
+		pick               uint8
+		dataversion, region string
+		data               string
+		batch              bool
+	}{
+		{0, "", "eu", `{"amount":120,"currency":"EUR","items":[{"sku":"AB-1"}]}`, false},
+		{0, "1.0", "us", `{"amount":-1,"currency":"GBP","email":"x","extra":null}`, true},
+		{0, "1.1", "", `{"id":1}`, false},
+		{0, "0.9", "eu", `[]`, true},
+		{0, "7.3", "", `{}`, false},
+		{1, "", "", `{}`, false},
+		{2, "", "eu", `{"amount":1e308,"items":[{"sku":"A"}]}`, false},
+		{3, "", "", `null`, true},
+		{0, "", "", `{"amount":1,"currency":"USD","items":[{"sku":"X-1"},{},{"sku":7}]}`, false},
+	} {
+		f.Add(s.pick, s.dataversion, s.region, []byte(s.data), s.batch)
+	}
+	p := newPipeline(f)
+	n := 0
+	f.Fuzz(func(t *testing.T, pick uint8, dataversion, region string, data []byte, batch bool) {
+		if !json.Valid(data) {
+			return // the envelope must stay valid; malformed data is FuzzParse's
+		}
+		n++
+		ev := map[string]any{
+			"specversion": "1.0", "id": "d" + strconv.Itoa(n), "source": "/fuzz",
+			"type": fuzzTypes[int(pick)%len(fuzzTypes)], "data": json.RawMessage(data),
+		}
+		if dataversion != "" {
+			ev["dataversion"] = dataversion
+		}
+		if region != "" {
+			ev["region"] = region
+		}
+		body, err := json.Marshal(ev)
+		require.NoError(t, err)
+		ct := ingest.ContentTypeStructured
+		if batch {
+			body = append(append([]byte("["), body...), ']')
+			ct = ingest.ContentTypeBatch
+		}
+		r := httptest.NewRequest(http.MethodPost, "/api/events", bytes.NewReader(body))
+		r.Header.Set("Content-Type", ct)
+		req, err := ingest.Parse(r, ingest.Limits{})
+		if err != nil {
+			// A dataversion or region that is not a valid attribute value.
+			requireInputError(t, err)
+			return
+		}
+		_, err = p.svc.Ingest(t.Context(), req)
+		requireInputError(t, err)
+		var ie *ingest.Error
+		if errors.As(err, &ie) {
+			require.Equal(t, http.StatusUnprocessableEntity, ie.Status, "%v", ie)
+			require.NotEmpty(t, ie.Violations)
 		}
 	})
 }
