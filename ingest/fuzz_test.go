@@ -219,10 +219,10 @@ var fuzzTypes = []string{"shop.order.created", "shop.order.archived", "shop.any"
 // region extension, single or as a batch item. Only 422 may come back.
 func FuzzIngestData(f *testing.F) {
 	for _, s := range []struct {
-		pick               uint8
+		pick                uint8
 		dataversion, region string
-		data               string
-		batch              bool
+		data                string
+		batch               bool
 	}{
 		{0, "", "eu", `{"amount":120,"currency":"EUR","items":[{"sku":"AB-1"}]}`, false},
 		{0, "1.0", "us", `{"amount":-1,"currency":"GBP","email":"x","extra":null}`, true},
