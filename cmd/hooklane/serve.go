@@ -202,7 +202,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		}
 	}
 	logger.InfoContext(ctx, "hooklane started", "version", version, "listen", cfg.Listen,
-		"store", storeKind(cfg), "queue", queueKind(cfg), "roles", cfg.Roles)
+		"store", storeKind(cfg), "queue", queueKind(cfg), "roles", cfg.Roles, "api_keys", keys.Names())
 	err = g.Wait()
 	logger.Info("hooklane stopped")
 	return err
