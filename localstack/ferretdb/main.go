@@ -73,7 +73,13 @@ func run() error {
 		Logger:   logger.With("component", "ferretdb"),
 		Handler:  "sqlite",
 		// The SQLite handler wants a directory URI with a trailing slash.
-		SQLiteURL: "file:" + dir + "/",
+		// _txlock=immediate takes the write lock at BEGIN, so concurrent
+		// writers wait on the busy timeout instead of failing with
+		// SQLITE_BUSY when a read transaction upgrades; synchronous(normal)
+		// skips the fsync of every commit (safe with WAL, and this is a test
+		// server). Without them a few concurrent clients get a few writes a
+		// second and frequent "database is locked" errors.
+		SQLiteURL: "file:" + dir + "/?_txlock=immediate&_pragma=synchronous(normal)",
 	})
 	if err != nil {
 		return fmt.Errorf("create ferretdb: %w", err)

@@ -2,6 +2,7 @@ package mongostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -56,7 +57,45 @@ func (s *Store) replaceVersioned(ctx context.Context, c *mongo.Collection, id, v
 		return s.missingOr(ctx, c, id, store.ErrConflict)
 	}
 	defer s.releaseGuard(ctx, key)
-	return s.replaceIfVersion(ctx, c, id, versionField, expected, doc)
+	return s.replaceIfVersionByID(ctx, c, id, versionField, expected, doc)
+}
+
+// replaceIfVersionByID is replaceIfVersion for FerretDB, under a write
+// guard: read the version, then replace filtered on _id alone. FerretDB v1
+// on SQLite pushes down to SQL only a filter that is exactly {_id: …}; any
+// other filter scans and decodes the whole collection, which made every
+// job update cost O(jobs). The guard serializes every writer of this version
+// step, and steps follow one another, so the read-then-replace cannot lose
+// an update.
+func (s *Store) replaceIfVersionByID(ctx context.Context, c *mongo.Collection, id, versionField string, expected int64, doc any) error {
+	var cur bson.M
+	err := c.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&cur)
+	if err != nil {
+		return translate(ctx, err)
+	}
+	if v, ok := asInt64(cur[versionField]); !ok || v != expected {
+		return store.ErrConflict
+	}
+	res, err := c.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, doc)
+	if err != nil {
+		return translate(ctx, err)
+	}
+	if res.MatchedCount == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+func asInt64(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case int32:
+		return int64(x), true
+	case float64:
+		return int64(x), x == float64(int64(x))
+	}
+	return 0, false
 }
 
 // replaceIfVersion is the filtered replace itself.
@@ -124,12 +163,13 @@ func (s *Store) releaseGuard(ctx context.Context, key string) {
 // missingOr returns store.ErrNotFound when document id of c does not exist,
 // else otherwise.
 func (s *Store) missingOr(ctx context.Context, c *mongo.Collection, id string, otherwise error) error {
-	n, err := c.CountDocuments(ctx, bson.D{{Key: "_id", Value: id}}, options.Count().SetLimit(1))
+	// FindOne on _id alone: the one filter FerretDB v1 pushes down.
+	err := c.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
 	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return store.ErrNotFound
 	case err != nil:
 		return translate(ctx, err)
-	case n == 0:
-		return store.ErrNotFound
 	}
 	return otherwise
 }
