@@ -1,0 +1,150 @@
+package router_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/dispatch"
+)
+
+// flightRecorder is a receiver that records when each request arrived and
+// the most requests it ever had in flight at once.
+type flightRecorder struct {
+	mu       sync.Mutex
+	hold     time.Duration
+	inFlight int
+	maxSeen  int
+	arrivals []time.Time
+}
+
+func (f *flightRecorder) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	f.mu.Lock()
+	f.inFlight++
+	f.maxSeen = max(f.maxSeen, f.inFlight)
+	f.arrivals = append(f.arrivals, time.Now())
+	f.mu.Unlock()
+	time.Sleep(f.hold) // simulated work, so that overlaps can happen
+	f.mu.Lock()
+	f.inFlight--
+	f.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+func (g *gw) pool(code string, rate *float64, burst, concurrency int) *dispatch.Pool {
+	g.t.Helper()
+	now := time.Now().UTC()
+	p := &dispatch.Pool{ID: g.ids.New(), Code: code, Name: code, RatePerSecond: rate, Burst: burst,
+		Concurrency: concurrency, CreatedAt: now, UpdatedAt: now}
+	require.NoError(g.t, g.st.PoolInsert(context.Background(), p))
+	return p
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestPoolRate: a pool at 20/s starts 20 deliveries a second (± 10 %) over
+// 10 s, and never more than its concurrency at once.
+func TestPoolRate(t *testing.T) {
+	t.Parallel()
+	rec := &flightRecorder{hold: 5 * time.Millisecond}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	g := newGW(t, gwOptions{})
+	p := g.pool("rated", ptr(20.0), 1, 4)
+	var jobs []*dispatch.Job
+	for range 260 {
+		j := g.taskJob(srv.URL, dispatch.ModeImmediate, "", dispatch.Retry{MaxAttempts: 1})
+		j.DispatchPoolID = p.ID
+		jobs = append(jobs, j)
+	}
+	g.submit(jobs...)
+	require.Eventually(t, func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.arrivals) > 0 && time.Since(rec.arrivals[0]) > 11*time.Second
+	}, 60*time.Second, 100*time.Millisecond)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	start := rec.arrivals[0]
+	n := 0
+	for _, a := range rec.arrivals {
+		if a.Sub(start) < 10*time.Second {
+			n++
+		}
+	}
+	t.Logf("deliveries in the first 10 s: %d (max in flight %d)", n, rec.maxSeen)
+	require.InDelta(t, 200, n, 20, "rate over 10 s")
+	require.LessOrEqual(t, rec.maxSeen, 4)
+}
+
+// TestPoolConcurrency: a pool never has more requests in flight than its
+// concurrency, and does use all of it.
+func TestPoolConcurrency(t *testing.T) {
+	t.Parallel()
+	rec := &flightRecorder{hold: 30 * time.Millisecond}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	g := newGW(t, gwOptions{})
+	p := g.pool("narrow", nil, 1, 3)
+	var jobs []*dispatch.Job
+	for range 60 {
+		j := g.taskJob(srv.URL, dispatch.ModeImmediate, "", dispatch.Retry{MaxAttempts: 1})
+		j.DispatchPoolID = p.ID
+		jobs = append(jobs, j)
+	}
+	g.submit(jobs...)
+	g.waitAll(jobs, dispatch.StatusCompleted, 60*time.Second)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Equal(t, 3, rec.maxSeen)
+}
+
+// TestSlowPoolDoesNotStarveOthers: a pool whose target never answers (until
+// the test ends) holds only its share of a small router; the default pool's
+// jobs still complete.
+func TestSlowPoolDoesNotStarveOthers(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	fast := httptest.NewServer(&flightRecorder{})
+	g := newGW(t, gwOptions{maxInFlight: 8})
+	t.Cleanup(func() {
+		close(release)
+		g.stop()
+		slow.Close()
+		fast.Close()
+	})
+	sp := g.pool("slow", nil, 1, 8)
+	var stuck, quick []*dispatch.Job
+	for range 40 {
+		j := g.taskJob(slow.URL, dispatch.ModeImmediate, "", dispatch.Retry{MaxAttempts: 1})
+		j.DispatchPoolID = sp.ID
+		j.TimeoutSeconds = 60
+		stuck = append(stuck, j)
+	}
+	g.submit(stuck...)
+	// Let the slow pool take what it can.
+	require.Eventually(t, func() bool {
+		c, err := g.counts(stuck)
+		return err == nil && c[dispatch.StatusInProgress] >= 6
+	}, 20*time.Second, 20*time.Millisecond)
+	for range 20 {
+		quick = append(quick, g.taskJob(fast.URL, dispatch.ModeImmediate, "", dispatch.Retry{MaxAttempts: 1}))
+	}
+	g.submit(quick...)
+	g.waitAll(quick, dispatch.StatusCompleted, 30*time.Second)
+	c, err := g.counts(stuck)
+	require.NoError(t, err)
+	require.LessOrEqual(t, c[dispatch.StatusInProgress], 6, "the slow pool took more than its share: %v", c)
+}
