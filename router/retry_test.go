@@ -84,7 +84,9 @@ func TestRetryClasses(t *testing.T) {
 		{name: "410 ends in ERROR", want: dispatch.StatusError, code: 410,
 			handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(410) }},
 		{name: "redirect not followed, ERROR", want: dispatch.StatusError, code: 302,
-			handler: func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, redirectTarget.URL, http.StatusFound) }},
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, redirectTarget.URL, http.StatusFound)
+			}},
 	}
 	g := newGW(t, gwOptions{})
 	type tc struct {
