@@ -1,0 +1,139 @@
+package router_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/router"
+)
+
+func storedEvent() *ingest.StoredEvent {
+	return &ingest.StoredEvent{ID: "01EVT", Event: cloudevent.Event{
+		SpecVersion: "1.0", ID: "evt-1", Source: "/shop", Type: "shop:order:created", Subject: "order:1",
+		Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), DataContentType: "application/json",
+		Data: json.RawMessage(`{"total":12}`),
+		Extensions: map[string]any{
+			"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+			"tracestate":  "vendor=1",
+		},
+	}}
+}
+
+func eventJob() *dispatch.Job {
+	return &dispatch.Job{
+		ID: "01JOBID", Kind: dispatch.KindEvent, Code: "shop:order:created", Subscription: "order-processor",
+		TargetURL: "http://receiver.example/hook", TimeoutSeconds: 5,
+		Headers: map[string]string{"X-Tenant": "acme", "Authorization": "Bearer t"},
+	}
+}
+
+func requestBody(t *testing.T, r *http.Request) []byte {
+	t.Helper()
+	b, err := io.ReadAll(r.Body)
+	require.NoError(t, err)
+	return b
+}
+
+// TestRequestStructuredSignedWithRotation: an EVENT delivery in structured
+// mode carries every header of API.md §6 and, during a rotation, one
+// signature per secret, each verified by the Standard Webhooks library.
+func TestRequestStructuredSignedWithRotation(t *testing.T) {
+	t.Parallel()
+	oldSecret, newSecret := router.NewSecret(), router.NewSecret()
+	oldKey, err := router.SecretKey(oldSecret)
+	require.NoError(t, err)
+	newKey, err := router.SecretKey(newSecret)
+	require.NoError(t, err)
+	med := router.NewMediator(router.MediatorConfig{UserAgent: "hooklane/1.2.3"})
+	t.Cleanup(med.Close)
+	req, err := med.Request(t.Context(), &router.Delivery{
+		Job: eventJob(), Event: storedEvent(), Keys: [][]byte{newKey, oldKey}, Attempt: 3,
+	})
+	require.NoError(t, err)
+	body := requestBody(t, req)
+
+	require.Equal(t, http.MethodPost, req.Method)
+	require.Equal(t, ingest.ContentTypeStructured, req.Header.Get("Content-Type"))
+	require.Equal(t, "01JOBID", req.Header.Get("webhook-id"))
+	require.NotEmpty(t, req.Header.Get("webhook-timestamp"))
+	require.Equal(t, "3", req.Header.Get("hooklane-attempt"))
+	require.Equal(t, "order-processor", req.Header.Get("hooklane-subscription"))
+	require.Equal(t, "hooklane/1.2.3", req.Header.Get("User-Agent"))
+	require.Equal(t, "acme", req.Header.Get("X-Tenant"))
+	require.Equal(t, "Bearer t", req.Header.Get("Authorization"))
+	require.Equal(t, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", req.Header.Get("traceparent"))
+	require.Equal(t, "vendor=1", req.Header.Get("tracestate"))
+	var ce map[string]any
+	require.NoError(t, json.Unmarshal(body, &ce))
+	require.Equal(t, "evt-1", ce["id"])
+	require.Equal(t, map[string]any{"total": float64(12)}, ce["data"])
+
+	sigs := req.Header.Get("webhook-signature")
+	require.Len(t, strings.Fields(sigs), 2, sigs)
+	for _, secret := range []string{oldSecret, newSecret} {
+		wh, err := standardwebhooks.NewWebhook(secret)
+		require.NoError(t, err)
+		require.NoError(t, wh.Verify(body, req.Header), "signature for one of the rotation's secrets")
+	}
+	other, err := standardwebhooks.NewWebhook(router.NewSecret())
+	require.NoError(t, err)
+	require.Error(t, other.Verify(body, req.Header), "an unrelated secret must not verify")
+}
+
+// TestRequestDataOnly: dataOnly sends the data alone with its content type
+// and the attributes as ce-* headers (CloudEvents binary mode).
+func TestRequestDataOnly(t *testing.T) {
+	t.Parallel()
+	med := router.NewMediator(router.MediatorConfig{UserAgent: "hooklane/test"})
+	t.Cleanup(med.Close)
+	j := eventJob()
+	j.DataOnly = true
+	secret := router.NewSecret()
+	key, err := router.SecretKey(secret)
+	require.NoError(t, err)
+	req, err := med.Request(t.Context(), &router.Delivery{Job: j, Event: storedEvent(), Keys: [][]byte{key}, Attempt: 1})
+	require.NoError(t, err)
+	body := requestBody(t, req)
+	require.JSONEq(t, `{"total":12}`, string(body))
+	require.Equal(t, "application/json", req.Header.Get("Content-Type"))
+	require.Equal(t, "1.0", req.Header.Get("ce-specversion"))
+	require.Equal(t, "evt-1", req.Header.Get("ce-id"))
+	require.Equal(t, "/shop", req.Header.Get("ce-source"))
+	require.Equal(t, "shop:order:created", req.Header.Get("ce-type"))
+	require.Equal(t, "order:1", req.Header.Get("ce-subject"))
+	require.Equal(t, cloudevent.FormatTime(storedEvent().Event.Time), req.Header.Get("ce-time"))
+	wh, err := standardwebhooks.NewWebhook(secret)
+	require.NoError(t, err)
+	require.NoError(t, wh.Verify(body, req.Header))
+}
+
+// TestRequestTask: a TASK job's body is its payload as JSON, signed with its
+// secret; no subscription header.
+func TestRequestTask(t *testing.T) {
+	t.Parallel()
+	med := router.NewMediator(router.MediatorConfig{UserAgent: "hooklane/test"})
+	t.Cleanup(med.Close)
+	secret := router.NewSecret()
+	key, err := router.SecretKey(secret)
+	require.NoError(t, err)
+	j := &dispatch.Job{ID: "01TASK", Kind: dispatch.KindTask, TargetURL: "http://x.example/", Payload: []byte(`{"a":[1,2]}`)}
+	req, err := med.Request(t.Context(), &router.Delivery{Job: j, Keys: [][]byte{key}, Attempt: 1})
+	require.NoError(t, err)
+	body := requestBody(t, req)
+	require.JSONEq(t, `{"a":[1,2]}`, string(body))
+	require.Equal(t, "application/json", req.Header.Get("Content-Type"))
+	require.Empty(t, req.Header.Get("hooklane-subscription"))
+	wh, err := standardwebhooks.NewWebhook(secret)
+	require.NoError(t, err)
+	require.NoError(t, wh.Verify(body, req.Header))
+}
