@@ -2,6 +2,7 @@ package pollers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -30,10 +31,14 @@ type FanOuter interface {
 
 // FanOutConfig configures FanOut.
 type FanOutConfig struct {
-	Store     FanOutStore
-	FanOuter  FanOuter
-	Interval  time.Duration
-	Grace     time.Duration
+	Store    FanOutStore
+	FanOuter FanOuter
+	// Interval is the period. Default 30 s.
+	Interval time.Duration
+	// Grace is how old an event not fanned out must be before recovery
+	// fans it out. Default 30 s.
+	Grace time.Duration
+	// BatchSize bounds one round. Default 500.
 	BatchSize int
 	Logger    *slog.Logger
 	NowFunc   func() time.Time
@@ -62,27 +67,42 @@ func NewFanOut(cfg FanOutConfig) *FanOut {
 // Run polls until ctx ends.
 func (f *FanOut) Run(ctx context.Context) error {
 	return loop(ctx, f.cfg.Logger, f.cfg.Interval, func(ctx context.Context) (bool, error) {
-		n, err := f.RunOnce(ctx, f.cfg.NowFunc().Add(-f.cfg.Grace))
-		return n == f.cfg.BatchSize, err
+		_, more, err := f.runOnce(ctx, f.cfg.NowFunc().Add(-f.cfg.Grace))
+		return more, err
 	})
 }
 
 // RunOnce fans out the events received before `before` that are not fanned
-// out, and returns how many events it handled.
+// out, and returns how many events it fanned out. An event that fails is
+// logged and left for the next round; the others go on.
 func (f *FanOut) RunOnce(ctx context.Context, before time.Time) (int, error) {
+	n, _, err := f.runOnce(ctx, before)
+	return n, err
+}
+
+// runOnce also reports whether another round should follow at once: the
+// batch was full and every event of it was fanned out.
+func (f *FanOut) runOnce(ctx context.Context, before time.Time) (int, bool, error) {
 	events, err := f.cfg.Store.EventListNotFannedOut(ctx, &ingest.EventListNotFannedOutParams{ReceivedBefore: before, Limit: f.cfg.BatchSize})
 	if err != nil {
-		return 0, fmt.Errorf("list events not fanned out: %w", err)
+		return 0, false, fmt.Errorf("list events not fanned out: %w", err)
 	}
-	for i, ev := range events {
+	done := 0
+	var errs []error
+	for _, ev := range events {
 		jobs, err := f.cfg.FanOuter.FanOut(ctx, ev)
 		if err != nil {
-			return i, fmt.Errorf("fan out event %s: %w", ev.ID, err)
+			if ctx.Err() != nil {
+				return done, false, fmt.Errorf("fan out event %s: %w", ev.ID, err)
+			}
+			errs = append(errs, fmt.Errorf("fan out event %s: %w", ev.ID, err))
+			continue
 		}
+		done++
 		f.cfg.Logger.InfoContext(ctx, "finished interrupted fan-out", "event_id", ev.ID, "jobs", jobs)
 		if f.cfg.OnFanOutFunc != nil {
 			f.cfg.OnFanOutFunc(jobs)
 		}
 	}
-	return len(events), nil
+	return done, len(errs) == 0 && len(events) == f.cfg.BatchSize, errors.Join(errs...)
 }

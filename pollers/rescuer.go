@@ -26,16 +26,17 @@ const (
 // RescuerConfig configures a Rescuer.
 type RescuerConfig struct {
 	Store JobStore
-	// Interval is the period of the stale-queued check. Default 60 s.
+	// StaleInterval is the period of the stale-queued check. Default 60 s.
 	StaleInterval time.Duration
 	// StaleQueuedAfter is the QUEUED age that counts as lost. Default 15 min.
 	StaleQueuedAfter time.Duration
 	// LeaseInterval is the period of the expired-lease check. Default 10 s.
 	LeaseInterval time.Duration
-	BatchSize     int
-	NewID         func() string
-	Logger        *slog.Logger
-	NowFunc       func() time.Time
+	// BatchSize bounds one round of each check. Default 500.
+	BatchSize int
+	NewID     func() string
+	Logger    *slog.Logger
+	NowFunc   func() time.Time
 	// OnRescueFunc, when set, is called after each check that moved jobs,
 	// with the check (RescueStaleQueued or RescueExpiredLease) and how many
 	// jobs it moved. For metrics; it must not block.
@@ -74,13 +75,13 @@ func (r *Rescuer) Run(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() {
 		errc <- loop(ctx, r.cfg.Logger, r.cfg.StaleInterval, func(ctx context.Context) (bool, error) {
-			n, err := r.RescueStale(ctx, r.cfg.StaleQueuedAfter)
-			return n == r.cfg.BatchSize, err
+			moved, listed, err := r.rescueStale(ctx, r.cfg.StaleQueuedAfter)
+			return moved > 0 && listed == r.cfg.BatchSize, err
 		})
 	}()
 	err := loop(ctx, r.cfg.Logger, r.cfg.LeaseInterval, func(ctx context.Context) (bool, error) {
-		n, err := r.RescueExpired(ctx, r.cfg.NowFunc())
-		return n == r.cfg.BatchSize, err
+		moved, listed, err := r.rescueExpired(ctx, r.cfg.NowFunc())
+		return moved > 0 && listed == r.cfg.BatchSize, err
 	})
 	return errors.Join(err, <-errc)
 }
@@ -90,31 +91,44 @@ func (r *Rescuer) Run(ctx context.Context) error {
 // push job: the embedded gateway does so at start, since its in-process
 // queue died with the previous process.
 func (r *Rescuer) RescueStale(ctx context.Context, olderThan time.Duration) (int, error) {
+	n, _, err := r.rescueStale(ctx, olderThan)
+	return n, err
+}
+
+// rescueStale is RescueStale that also returns how many jobs it listed: a
+// full list that moved anything asks for another round at once, even when
+// some of its jobs were moved by another instance meanwhile.
+func (r *Rescuer) rescueStale(ctx context.Context, olderThan time.Duration) (moved, listed int, err error) {
 	now := r.cfg.NowFunc()
 	jobs, err := r.cfg.Store.JobListDue(ctx, &dispatch.JobListDueParams{
 		Status: dispatch.StatusQueued, Now: now.Add(-olderThan), Limit: r.cfg.BatchSize, Delivery: dispatch.DeliveryPush,
 	})
 	if err != nil {
-		return 0, fmt.Errorf("list stale queued jobs: %w", err)
+		return 0, 0, fmt.Errorf("list stale queued jobs: %w", err)
 	}
-	n, err := r.reset(ctx, jobs, now, "queued too long: message presumed lost", false)
-	r.report(RescueStaleQueued, n)
-	return n, err
+	moved, err = r.reset(ctx, jobs, now, "queued too long: message presumed lost", false)
+	r.report(RescueStaleQueued, moved)
+	return moved, len(jobs), err
 }
 
 // RescueExpired moves IN_PROGRESS jobs whose lease expired by `at` to
 // PENDING (or ERROR when they have no attempt left) and returns how many it
 // moved.
 func (r *Rescuer) RescueExpired(ctx context.Context, at time.Time) (int, error) {
+	n, _, err := r.rescueExpired(ctx, at)
+	return n, err
+}
+
+func (r *Rescuer) rescueExpired(ctx context.Context, at time.Time) (moved, listed int, err error) {
 	jobs, err := r.cfg.Store.JobListDue(ctx, &dispatch.JobListDueParams{
 		Status: dispatch.StatusInProgress, Now: at, Limit: r.cfg.BatchSize,
 	})
 	if err != nil {
-		return 0, fmt.Errorf("list expired claims: %w", err)
+		return 0, 0, fmt.Errorf("list expired claims: %w", err)
 	}
-	n, err := r.reset(ctx, jobs, r.cfg.NowFunc(), "lease expired: worker presumed dead", true)
-	r.report(RescueExpiredLease, n)
-	return n, err
+	moved, err = r.reset(ctx, jobs, r.cfg.NowFunc(), "lease expired: worker presumed dead", true)
+	r.report(RescueExpiredLease, moved)
+	return moved, len(jobs), err
 }
 
 func (r *Rescuer) report(check string, moved int) {
