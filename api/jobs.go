@@ -71,10 +71,14 @@ func (s *Server) moveJob(c *gin.Context, j *dispatch.Job, to dispatch.Status, ty
 		}
 		var events []stream.Event
 		if to == dispatch.StatusPending {
-			// An operator retry: the job gets maxAttempts more attempts and
-			// is due at once.
+			// An operator retry: the job gets maxAttempts more attempts, is
+			// due at once, and its max-age window restarts now (the RETRIED
+			// entry, see dispatch.Job.AgeStart).
 			j.MaxAttempts = j.AttemptCount + j.Retry.WithDefaults().MaxAttempts
 			j.NextAttemptAt = &now
+			j.Attempts = append(j.Attempts, dispatch.Attempt{
+				Attempt: j.AttemptCount, Action: dispatch.ActionRetried, StartedAt: now, Worker: "operator",
+			})
 		} else {
 			ev := j.StatusEvent(s.cfg.IDs.New(), typ, now)
 			ev.Data.Error = reason
@@ -144,8 +148,36 @@ func (s *Server) cancelJob(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	s.releaseGroup(c, j)
 	c.JSON(http.StatusOK, j)
 	return nil
+}
+
+// releaser shares the router's release logic: held jobs go back into the
+// line at once instead of waiting for the safety poll.
+func (s *Server) releaser() *dispatch.Releaser {
+	return &dispatch.Releaser{Store: s.cfg.Store, Enqueuer: s.cfg.Enqueuer, NewID: s.cfg.IDs.New, NowFunc: s.now}
+}
+
+// releaseGroup lets the next job of a BLOCK_ON_ERROR group go after j, which
+// held it, was cancelled. A failure is logged: the safety poll releases the
+// job later.
+func (s *Server) releaseGroup(c *gin.Context, j *dispatch.Job) {
+	if j.Mode != dispatch.ModeBlockOnError || j.MessageGroup == "" {
+		return
+	}
+	if _, err := s.releaser().ReleaseGroup(c.Request.Context(), j.SubscriptionID, j.MessageGroup); err != nil {
+		s.cfg.Logger.WarnContext(c.Request.Context(), "release blocked group failed", "job_id", j.ID, "error", err)
+	}
+}
+
+// releasePaused queues the jobs parked while subscription id was paused; the
+// resume handler calls it. A failure is logged: the safety poll releases the
+// jobs later.
+func (s *Server) releasePaused(c *gin.Context, id string) {
+	if _, err := s.releaser().ReleaseSubscription(c.Request.Context(), id); err != nil {
+		s.cfg.Logger.WarnContext(c.Request.Context(), "release paused jobs failed", "subscription_id", id, "error", err)
+	}
 }
 
 func (s *Server) bulkRetry(c *gin.Context) error {

@@ -211,7 +211,11 @@ func (s *Server) pauseSubscription(c *gin.Context) error {
 }
 
 func (s *Server) resumeSubscription(c *gin.Context) error {
-	return s.setSubscriptionStatus(c, subscription.StatusActive)
+	if err := s.setSubscriptionStatus(c, subscription.StatusActive); err != nil {
+		return err
+	}
+	s.releasePaused(c, c.Param("id")) // jobs parked while paused go out now
+	return nil
 }
 
 func (s *Server) deleteSubscription(c *gin.Context) error {
