@@ -50,6 +50,25 @@ type Config struct {
 	PendingPollInterval time.Duration
 	// StaleQueuedAfter is the QUEUED age that counts as lost. Default 15m.
 	StaleQueuedAfter time.Duration
+	// StalePollInterval is the stale-queued check's period. Default 60s.
+	StalePollInterval time.Duration
+	// LeasePollInterval is the expired-lease check's period. Default 10s.
+	LeasePollInterval time.Duration
+	// FanOutPollInterval is the fan-out recovery period. Default 30s.
+	FanOutPollInterval time.Duration
+	// FanOutGrace is how old an event not fanned out must be before
+	// recovery fans it out. Default 30s.
+	FanOutGrace time.Duration
+	// PollerBatchSize bounds one round of each poller. Default 500.
+	PollerBatchSize int
+	// JobRetention is how long finished jobs are kept. Default 168h.
+	JobRetention time.Duration
+	// EventRetention is how long events are kept (longer while one of
+	// their jobs is unfinished). Default 168h.
+	EventRetention time.Duration
+	// RetentionPollInterval is the period of the retention pollers.
+	// Default 1m.
+	RetentionPollInterval time.Duration
 	// Lease is how long a worker's claim lasts beyond the delivery timeout.
 	// Default 2m.
 	Lease time.Duration
@@ -143,6 +162,14 @@ func settings(c *Config) []setting {
 		{"stream-retention", "HOOKLANE_STREAM_RETENTION", "1h", "how long status events stay replayable", dur(&c.StreamRetention)},
 		{"pending-poll-interval", "HOOKLANE_PENDING_POLL_INTERVAL", "5s", "pending poller period", dur(&c.PendingPollInterval)},
 		{"stale-queued-after", "HOOKLANE_STALE_QUEUED_AFTER", "15m", "QUEUED age that counts as lost", dur(&c.StaleQueuedAfter)},
+		{"stale-poll-interval", "HOOKLANE_STALE_POLL_INTERVAL", "60s", "period of the check for jobs QUEUED too long", dur(&c.StalePollInterval)},
+		{"lease-poll-interval", "HOOKLANE_LEASE_POLL_INTERVAL", "10s", "period of the check for expired leases (crashed workers)", dur(&c.LeasePollInterval)},
+		{"fanout-poll-interval", "HOOKLANE_FANOUT_POLL_INTERVAL", "30s", "period of the fan-out recovery (events stored without their jobs)", dur(&c.FanOutPollInterval)},
+		{"fanout-grace", "HOOKLANE_FANOUT_GRACE", "30s", "age at which fan-out recovery takes over an event not fanned out", dur(&c.FanOutGrace)},
+		{"poller-batch-size", "HOOKLANE_POLLER_BATCH_SIZE", "500", "most records one poller round handles", integer(&c.PollerBatchSize)},
+		{"job-retention", "HOOKLANE_JOB_RETENTION", "168h", "how long finished jobs are kept", dur(&c.JobRetention)},
+		{"event-retention", "HOOKLANE_EVENT_RETENTION", "168h", "how long events are kept (longer while a job of theirs is unfinished)", dur(&c.EventRetention)},
+		{"retention-poll-interval", "HOOKLANE_RETENTION_POLL_INTERVAL", "1m", "period of the retention pollers (status events, jobs, events)", dur(&c.RetentionPollInterval)},
 		{"lease", "HOOKLANE_LEASE", "2m", "how long a worker's claim on a job lasts", dur(&c.Lease)},
 		{"max-event-bytes", "HOOKLANE_MAX_EVENT_BYTES", "1048576", "largest single event", i64(&c.MaxEventBytes)},
 		{"max-request-bytes", "HOOKLANE_MAX_REQUEST_BYTES", "10485760", "largest ingest request", i64(&c.MaxRequestBytes)},

@@ -145,7 +145,8 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	enq := &dispatch.Enqueuer{Queue: mq, Store: st, NewID: ids.New, NowFunc: time.Now, Logger: logger.With("component", "enqueuer")}
 	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Enqueuer: enq, IDs: ids, Logger: logger, OnIngestFunc: m.ObserveIngest})
 	rescuer := pollers.NewRescuer(pollers.RescuerConfig{
-		Store: st, StaleQueuedAfter: cfg.StaleQueuedAfter, NewID: ids.New, Logger: logger, OnRescueFunc: m.ObservePollerMoves,
+		Store: st, StaleQueuedAfter: cfg.StaleQueuedAfter, StaleInterval: cfg.StalePollInterval, LeaseInterval: cfg.LeasePollInterval,
+		BatchSize: cfg.PollerBatchSize, NewID: ids.New, Logger: logger, OnRescueFunc: m.ObservePollerMoves,
 	})
 	if inProcess {
 		// The in-process queue died with the previous process: what it held
@@ -158,14 +159,20 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return subs.Run(ctx) })
 	if roles["pollers"] {
-		pending := pollers.NewPending(pollers.PendingConfig{Store: st, Enqueuer: m.CountPending(enq), Interval: cfg.PendingPollInterval, NewID: ids.New, Logger: logger})
-		fanout := pollers.NewFanOut(pollers.FanOutConfig{Store: st, FanOuter: svc, Logger: logger,
-			OnFanOutFunc: func(n int) { m.ObservePollerMoves("fanout", n) }})
+		pending := pollers.NewPending(pollers.PendingConfig{Store: st, Enqueuer: m.CountPending(enq), Interval: cfg.PendingPollInterval,
+			BatchSize: cfg.PollerBatchSize, NewID: ids.New, Logger: logger})
+		fanout := pollers.NewFanOut(pollers.FanOutConfig{Store: st, FanOuter: svc, Interval: cfg.FanOutPollInterval, Grace: cfg.FanOutGrace,
+			BatchSize: cfg.PollerBatchSize, Logger: logger, OnFanOutFunc: func(n int) { m.ObservePollerMoves("fanout", n) }})
 		g.Go(func() error { return pending.Run(ctx) })
 		g.Go(func() error { return rescuer.Run(ctx) })
 		g.Go(func() error { return fanout.Run(ctx) })
-		retention := pollers.NewRetention(pollers.RetentionConfig{Store: st, Retention: cfg.StreamRetention, Logger: logger})
+		retention := pollers.NewRetention(pollers.RetentionConfig{Store: st, Retention: cfg.StreamRetention, Interval: cfg.RetentionPollInterval,
+			BatchSize: cfg.PollerBatchSize, Logger: logger})
 		g.Go(func() error { return retention.Run(ctx) })
+		cleanup := pollers.NewCleanup(pollers.CleanupConfig{Store: st, JobRetention: cfg.JobRetention, EventRetention: cfg.EventRetention,
+			Interval: cfg.RetentionPollInterval, BatchSize: cfg.PollerBatchSize, Logger: logger,
+			OnDeleteFunc: func(kind string, n int) { m.ObservePollerMoves("cleanup_"+kind, n) }})
+		g.Go(func() error { return cleanup.Run(ctx) })
 	}
 	if roles["router"] {
 		med := router.NewMediator(router.MediatorConfig{AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version})
@@ -208,15 +215,30 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	return err
 }
 
+// recoverEmbedded re-queues, batch after batch, every job the previous
+// process held in its in-process queue or was delivering.
 func recoverEmbedded(ctx context.Context, r *pollers.Rescuer, logger *slog.Logger) error {
-	stale, err := r.RescueStale(ctx, 0)
-	if err != nil {
-		return fmt.Errorf("recover queued jobs: %w", err)
+	stale, claimed := 0, 0
+	for {
+		n, err := r.RescueStale(ctx, 0)
+		if err != nil {
+			return fmt.Errorf("recover queued jobs: %w", err)
+		}
+		if n == 0 {
+			break
+		}
+		stale += n
 	}
-	// Every claim belonged to the previous process: none is still running.
-	claimed, err := r.RescueExpired(ctx, time.Now().Add(100*365*24*time.Hour))
-	if err != nil {
-		return fmt.Errorf("recover claimed jobs: %w", err)
+	for {
+		// Every claim belonged to the previous process: none is still running.
+		n, err := r.RescueExpired(ctx, time.Now().Add(100*365*24*time.Hour))
+		if err != nil {
+			return fmt.Errorf("recover claimed jobs: %w", err)
+		}
+		if n == 0 {
+			break
+		}
+		claimed += n
 	}
 	if stale+claimed > 0 {
 		logger.InfoContext(ctx, "recovered jobs of the previous run", "queued", stale, "in_progress", claimed)
