@@ -11,7 +11,9 @@
 #           checkout's stack, a real LocalStack or MongoDB) is used as it is
 #   stop    stop the servers this script started (by their recorded PIDs only)
 #   status  print the state of each server; exit 0 only when both are running
-#   env     print the export lines the integration tests read
+#   env     print the export lines the integration tests read (endpoints of
+#           the shared servers, and the FerretDB binary and fauxqs server
+#           script the fault tests start private servers from)
 #
 # Environment:
 #   HOOKLANE_STACK_SQS_PORT    SQS port (default 4566)
@@ -250,6 +252,11 @@ print_env() {
 	if pid_of mongo >/dev/null; then mp="$(<"$run_dir/mongo.port")"; fi
 	printf 'export HOOKLANE_TEST_MONGO_URI=mongodb://127.0.0.1:%s/\n' "$mp"
 	printf 'export HOOKLANE_TEST_SQS_ENDPOINT=http://127.0.0.1:%s\n' "$sp"
+	# What the fault tests need to start PRIVATE servers they may stop:
+	# the FerretDB binary (built by `start`) and the fauxqs wrapper (run
+	# with node and HOOKLANE_STACK_SQS_PORT=<port>).
+	printf 'export HOOKLANE_TEST_FERRETDB_BIN=%q\n' "$ferretdb_bin"
+	printf 'export HOOKLANE_TEST_FAUXQS_SERVER=%q\n' "$here/sqs/server.mjs"
 }
 
 main() {
