@@ -89,16 +89,20 @@ func newGW(t *testing.T, o gwOptions) *gw {
 		go func() { defer wg.Done(); _ = g.rt.Run(runCtx) }()
 	}
 	var once sync.Once
+	// stop stops the router and the poller (the store stays open for the
+	// test's checks); the cleanup closes the rest.
 	g.stop = func() {
 		once.Do(func() {
 			cancel()
 			wg.Wait()
-			med.Close()
-			_ = q.Close()
-			_ = st.Close()
 		})
 	}
-	t.Cleanup(g.stop)
+	t.Cleanup(func() {
+		g.stop()
+		med.Close()
+		_ = q.Close()
+		_ = st.Close()
+	})
 	return g
 }
 
