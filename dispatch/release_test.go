@@ -1,0 +1,121 @@
+package dispatch_test
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/queue"
+	"github.com/hooklane/hooklane/queue/memqueue"
+	"github.com/hooklane/hooklane/store/sqlitestore"
+)
+
+type releaseEnv struct {
+	st  *sqlitestore.Store
+	q   *memqueue.Queue
+	ids *idgen.Generator
+	rel *dispatch.Releaser
+}
+
+func newReleaseEnv(t *testing.T) *releaseEnv {
+	t.Helper()
+	st, err := sqlitestore.Open(context.Background(), sqlitestore.Config{Path: filepath.Join(t.TempDir(), "r.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	q := memqueue.New(memqueue.Config{})
+	t.Cleanup(func() { require.NoError(t, q.Close()) })
+	ids := idgen.New(nil)
+	enq := &dispatch.Enqueuer{Queue: q, Store: st, NewID: ids.New, NowFunc: time.Now, Logger: slog.New(slog.DiscardHandler)}
+	return &releaseEnv{st: st, q: q, ids: ids, rel: &dispatch.Releaser{Store: st, Enqueuer: enq, NewID: ids.New, NowFunc: time.Now}}
+}
+
+func (e *releaseEnv) job(t *testing.T, sub, group string, st dispatch.Status, blockedBy string) *dispatch.Job {
+	t.Helper()
+	now := time.Now().UTC()
+	far := now.Add(time.Hour)
+	j := &dispatch.Job{
+		ID: e.ids.New(), Kind: dispatch.KindTask, Code: "t", SubscriptionID: sub, TargetURL: "http://x.example/",
+		Mode: dispatch.ModeBlockOnError, Delivery: dispatch.DeliveryPush, MessageGroup: group, Status: st, BlockedBy: blockedBy,
+		MaxAttempts: 3, Attempts: []dispatch.Attempt{}, CreatedAt: now, UpdatedAt: now, Version: 1,
+	}
+	if st == dispatch.StatusPending {
+		j.NextAttemptAt = &far
+	}
+	require.NoError(t, e.st.JobInsertMany(context.Background(), &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{j}}))
+	return j
+}
+
+func (e *releaseEnv) received(t *testing.T) []string {
+	t.Helper()
+	var ids []string
+	for {
+		msgs, err := e.q.Receive(context.Background(), queue.ReceiveParams{Max: queue.MaxBatch})
+		require.NoError(t, err)
+		if len(msgs) == 0 {
+			return ids
+		}
+		for _, m := range msgs {
+			ids = append(ids, string(m.Body))
+			require.NoError(t, e.q.Delete(context.Background(), m.ReceiptHandle))
+		}
+	}
+}
+
+func TestReleaseGroup(t *testing.T) {
+	t.Parallel()
+	e := newReleaseEnv(t)
+	ctx := context.Background()
+	head := e.job(t, "s1", "g", dispatch.StatusError, "")
+	held := e.job(t, "s1", "g", dispatch.StatusPending, head.ID)
+	next := e.job(t, "s1", "g", dispatch.StatusPending, head.ID)
+
+	ok, err := e.rel.ReleaseGroup(ctx, "s1", "g")
+	require.NoError(t, err)
+	require.False(t, ok, "an ERROR head keeps holding the group")
+
+	head.Status = dispatch.StatusCancelled
+	require.NoError(t, e.st.JobUpdate(ctx, &dispatch.JobUpdateParams{Job: head}))
+	ok, err = e.rel.ReleaseGroup(ctx, "s1", "g")
+	require.NoError(t, err)
+	require.True(t, ok)
+	got, err := e.st.JobGetByID(ctx, held.ID)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.StatusQueued, got.Status)
+	require.Empty(t, got.BlockedBy)
+	require.Equal(t, []string{held.ID}, e.received(t), "only the new head goes; the next waits for it")
+
+	ok, err = e.rel.ReleaseGroup(ctx, "s1", "g")
+	require.NoError(t, err)
+	require.False(t, ok, "the head is QUEUED: nothing more to release")
+	got, err = e.st.JobGetByID(ctx, next.ID)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.StatusPending, got.Status)
+}
+
+func TestReleaseSubscription(t *testing.T) {
+	t.Parallel()
+	e := newReleaseEnv(t)
+	ctx := context.Background()
+	var parked []string
+	for _, g := range []string{"a", "b", "a"} {
+		parked = append(parked, e.job(t, "s1", g, dispatch.StatusPending, dispatch.BlockedByPaused).ID)
+	}
+	retrying := e.job(t, "s1", "c", dispatch.StatusPending, "")
+	other := e.job(t, "s2", "a", dispatch.StatusPending, dispatch.BlockedByPaused)
+
+	n, err := e.rel.ReleaseSubscription(ctx, "s1")
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.Equal(t, parked, e.received(t), "released in ingest order")
+	for _, id := range []string{retrying.ID, other.ID} {
+		got, err := e.st.JobGetByID(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, dispatch.StatusPending, got.Status, "a retry wait or another subscription's job is left alone")
+	}
+}
