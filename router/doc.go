@@ -1,0 +1,91 @@
+// Package router consumes the dispatch queue and delivers jobs to their
+// targets: the part of the gateway that talks to receivers (API.md §4–§6).
+//
+// # Pipeline
+//
+// A Router runs Config.Receivers receive loops. Each loop first takes
+// capacity (at most Config.MaxInFlight deliveries per router), then
+// long-polls the queue for that many messages. Every message names one job
+// and is handled in its own goroutine:
+//
+//  1. load the job; anything not QUEUED (done, cancelled, moved by a
+//     poller) just has its message deleted;
+//  2. EVENT jobs: load the subscription (gone → CANCELLED; paused → parked)
+//     and the event, and collect the signing keys (every unexpired secret,
+//     so a rotation signs twice);
+//  3. apply the ordering rules of the job's mode (see Ordering);
+//  4. check the max age (ERROR without an attempt when passed);
+//  5. take a share of the job's pool in this router (see Pools) or put the
+//     message back for a second;
+//  6. claim the job QUEUED → IN_PROGRESS under a lease (version-checked:
+//     of two routers holding the same message, one wins);
+//  7. wait for a pool slot and a rate token;
+//  8. deliver through the Mediator (render, sign, POST, classify);
+//  9. record the attempt and move the job on (COMPLETED, PENDING with a
+//     backoff, or ERROR), release the next held job of a BLOCK_ON_ERROR
+//     group, and delete the message.
+//
+// # Guarantees
+//
+// The store is the truth and every move of a job is a version-checked write;
+// the queue is a fast path. Delivery is at least once: a router that dies
+// mid-delivery leaves an IN_PROGRESS job whose lease (timeout + Config.Lease)
+// expires, and the rescuer (package pollers) returns it to PENDING. A lost
+// message leaves a QUEUED job that the rescuer re-queues. On shutdown (ctx
+// cancelled) the receive loops stop, deliveries in flight finish (each
+// bounded by its timeout), a claimed job still waiting for its pool is
+// handed back PENDING and due at once (its attempt not counted), and
+// received messages not started are made visible again at once.
+//
+// # Ordering
+//
+// The queue message group of an ordered job is its message group, so the
+// queue itself keeps one message of a group in flight and hands them out in
+// send order. On top of that:
+//
+//   - IMMEDIATE jobs use their own id as queue group: no ordering, full
+//     parallelism even within a message group.
+//   - NEXT_ON_ERROR: a failing job goes PENDING with its backoff and its
+//     message is deleted, so the next job of the group proceeds; the retry
+//     is sent to the back of the group. A first attempt waits (parked) while
+//     an earlier job of its group has not had its first attempt (its send
+//     failed or it was parked), so first attempts start in ingest order.
+//   - BLOCK_ON_ERROR: before the claim, the router lists the group's jobs
+//     with a lower OrderKey that are unfinished (PENDING, QUEUED,
+//     IN_PROGRESS, ERROR). If there is one, the job is parked PENDING with
+//     BlockedBy = that job's id, a dispatch.blocked status event, and a far
+//     NextAttemptAt (Config.BlockedRecheck, a slow safety poll — never a
+//     busy loop). When a job of the group completes or is cancelled (by the
+//     router or the API), dispatch.Releaser.ReleaseGroup queues the group's
+//     first unfinished job if it is parked; after parking, the router runs
+//     the same release once more, so a blocker finishing between check and
+//     park is never missed. Jobs of a paused subscription are parked with
+//     BlockedBy = dispatch.BlockedByPaused and released by
+//     ReleaseSubscription when it is resumed.
+//
+// # Pools
+//
+// Every delivery runs in a Pool (its subscription's, else the default):
+// at most Concurrency requests in flight and a token bucket of
+// RatePerSecond with Burst (golang.org/x/time/rate). Pools are separate
+// budgets, and one pool may hold (running or waiting for a slot) at most
+// min(2 × its concurrency, 3/4 of MaxInFlight) of a router's capacity;
+// past that its messages go back to the queue for Config.PoolBusyDelay, so
+// a slow or stuck target never starves other pools. A PATCHed pool is
+// replaced on Pools.Invalidate: deliveries in flight finish under the old
+// budget, new ones use the new one.
+//
+// # Outcomes
+//
+// A 2xx within timeoutSeconds is success. Network errors, timeouts, 408,
+// 425, 429 and 5xx are retried after Retry.Backoff: a random wait in
+// [d/2, d], d = min(maxBackoff, initial × 2^(n−1)), raised to a 429/503
+// Retry-After (seconds or HTTP date), capped by maxBackoff. Retries stop
+// at maxAttempts or when the next attempt would start after maxAgeSeconds
+// from creation (or from the latest operator retry) → ERROR. Redirects are
+// not followed and end the job in ERROR like any other 4xx, as does a
+// target refused by the SSRF guard (dialer.go: loopback, private,
+// link-local, CGNAT, multicast, unspecified and reserved addresses, checked
+// on the resolved IP at connect time). Each attempt records its status
+// code, duration, error and the first 1 KiB of the response body.
+package router
