@@ -1,0 +1,87 @@
+package router_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/router"
+	"github.com/hooklane/hooklane/subscription"
+)
+
+// TestPausedSubscriptionWaitsThenResumes: a job of a paused subscription is
+// parked, not dropped and not delivered; resuming releases it at once (the
+// safety poll is minutes away) and the delivery carries both signatures of a
+// secret rotation, each verified by the Standard Webhooks library.
+func TestPausedSubscriptionWaitsThenResumes(t *testing.T) {
+	t.Parallel()
+	oldSecret, newSecret := router.NewSecret(), router.NewSecret()
+	got := make(chan http.Header, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		for _, s := range []string{oldSecret, newSecret} {
+			wh, err := standardwebhooks.NewWebhook(s)
+			if err != nil || wh.Verify(body, r.Header) != nil {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+		}
+		got <- r.Header.Clone()
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	g := newGW(t, gwOptions{})
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	overlap := now.Add(24 * time.Hour)
+	sub := &subscription.Subscription{ID: g.ids.New(), Code: "order-processor", Target: srv.URL,
+		EventTypes: []subscription.Binding{{EventTypeCode: "shop:order:created"}},
+		Secrets:    []subscription.Secret{{Value: newSecret}, {Value: oldSecret, ExpiresAt: &overlap}},
+		CreatedAt:  now, UpdatedAt: now}
+	sub.ApplyDefaults()
+	sub.Status = subscription.StatusPaused
+	require.NoError(t, g.st.SubscriptionInsert(ctx, sub))
+
+	ev := &ingest.StoredEvent{ID: g.ids.New(), ReceivedAt: now, DedupKey: "/shop\x00e1", Event: cloudevent.Event{
+		SpecVersion: "1.0", ID: "e1", Source: "/shop", Type: "shop:order:created", Time: now,
+		DataContentType: "application/json", Data: json.RawMessage(`{"id":1}`),
+	}}
+	j := &dispatch.Job{
+		ID: g.ids.New(), Kind: dispatch.KindEvent, Code: "shop:order:created", EventID: ev.ID, SubscriptionID: sub.ID,
+		Subscription: sub.Code, TargetURL: srv.URL, Mode: dispatch.ModeImmediate, Delivery: dispatch.DeliveryPush,
+		TimeoutSeconds: 5, MaxAgeSeconds: 3600, Retry: sub.Retry, Status: dispatch.StatusQueued, MaxAttempts: sub.Retry.MaxAttempts,
+		Attempts: []dispatch.Attempt{}, CreatedAt: now, UpdatedAt: now, Version: 1,
+	}
+	_, err := g.st.EventIngest(ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: ev, Jobs: []*dispatch.Job{j}}}})
+	require.NoError(t, err)
+	_, err = g.enq.Enqueue(ctx, []*dispatch.Job{j})
+	require.NoError(t, err)
+
+	require.Eventually(t, func() bool {
+		cur := g.job(j.ID)
+		return cur.Status == dispatch.StatusPending && cur.BlockedBy == dispatch.BlockedByPaused
+	}, 20*time.Second, 10*time.Millisecond, "parked while paused")
+	require.Empty(t, got, "nothing delivered while paused")
+
+	sub.Status = subscription.StatusActive
+	require.NoError(t, g.st.SubscriptionUpdate(ctx, sub))
+	n, err := g.rt.Releaser().ReleaseSubscription(ctx, sub.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	done := g.waitStatus(j.ID, dispatch.StatusCompleted, 20*time.Second)
+	require.Equal(t, 1, done.AttemptCount)
+	h := <-got
+	require.Equal(t, "order-processor", h.Get("hooklane-subscription"))
+	require.Equal(t, j.ID, h.Get("webhook-id"))
+}
