@@ -240,6 +240,17 @@ func (s *Store) markFannedOut(ctx context.Context, ids []string, at time.Time) e
 	if len(ids) == 0 {
 		return nil
 	}
+	if s.writeGuards {
+		// FerretDB pushes down only {_id: value} filters; an $in scans the
+		// whole collection. One update per id stays O(1) each.
+		for _, id := range ids {
+			if _, err := s.events.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
+				bson.D{{Key: "$set", Value: bson.D{{Key: "fannedOutAt", Value: at}}}}); err != nil {
+				return fmt.Errorf("set fannedOutAt of %s: %w", id, translate(ctx, err))
+			}
+		}
+		return nil
+	}
 	_, err := s.events.UpdateMany(ctx,
 		bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "fannedOutAt", Value: at}}}})
