@@ -137,6 +137,22 @@ func (h *Hub) setFrontier(id string) {
 	}
 }
 
+// advanceIfIdle moves the frontier up to id when no client is connected,
+// atomically with respect to Subscribe, and reports whether it did: a
+// client subscribing concurrently either sees the new frontier or keeps the
+// tailer reading.
+func (h *Hub) advanceIfIdle(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.clients) > 0 {
+		return false
+	}
+	if id > h.frontier {
+		h.frontier = id
+	}
+	return true
+}
+
 // Clients returns the number of connected clients.
 func (h *Hub) Clients() int {
 	h.mu.Lock()

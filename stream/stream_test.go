@@ -22,6 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type memStore struct {
 	mu     sync.Mutex
 	events []Event
+	reads  int
 }
 
 func (s *memStore) commit(events ...Event) {
@@ -34,6 +35,7 @@ func (s *memStore) commit(events ...Event) {
 func (s *memStore) StatusEventListAfter(_ context.Context, p *ListAfterParams) ([]Event, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reads++
 	var out []Event
 	for _, e := range s.events {
 		if e.ID > p.AfterID && !e.Time.Before(p.Since) && len(out) < p.Limit {
@@ -83,6 +85,10 @@ func setup(t *testing.T, buffer int) *testBundle {
 		BatchSize: 3, NowFunc: b.clock.now,
 	})
 	t.Cleanup(b.hub.Close)
+	// A listener that wants nothing: the tailer reads only while a client
+	// is connected (TestTailerIdleSkipsToNow covers the other case).
+	_, cancel := b.hub.Subscribe(func(*Event) bool { return false })
+	t.Cleanup(cancel)
 	return b
 }
 
@@ -149,9 +155,10 @@ func TestTailerPublishesEventsLaterThanSettleWithinLookback(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{second.ID}, drain(ch))
 
-	// first breaks the settle assumption (committed 1.4 s after its id) but
-	// is within the 2 s lookback: still delivered, late.
-	b.clock.add(500 * time.Millisecond)
+	// first breaks the settle assumption (committed 1.9 s after its id) but
+	// is within the 2 s lookback, re-read once per second: still
+	// delivered, late.
+	b.clock.add(time.Second)
 	b.store.commit(first)
 	_, err = b.tailer.runOnce(t.Context())
 	require.NoError(t, err)
@@ -247,6 +254,33 @@ func TestHubMemoryWithThousandIdleClients(t *testing.T) {
 		c()
 	}
 	require.Zero(t, hub.Clients())
+}
+
+func TestTailerIdleSkipsToNow(t *testing.T) {
+	t.Parallel()
+	store := &memStore{}
+	hub := NewHub(HubConfig{})
+	defer hub.Close()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := &clock{t: t0}
+	tl := NewTailer(TailerConfig{Store: store, Hub: hub, Settle: 500 * time.Millisecond, NowFunc: clk.now})
+
+	idle := ev(t0.Add(100*time.Millisecond), 1, TypeDispatchQueued, "job-1")
+	store.commit(idle)
+	clk.add(2 * time.Second)
+	_, err := tl.runOnce(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, store.reads, "no client: no read")
+	require.Equal(t, FloorID(t0.Add(1500*time.Millisecond)), hub.Frontier(), "the frontier moved to now minus settle")
+
+	ch, cancel := hub.Subscribe(nil)
+	defer cancel()
+	fresh := ev(t0.Add(1600*time.Millisecond), 1, TypeDispatchStarted, "job-1")
+	store.commit(fresh)
+	clk.add(time.Second)
+	_, err = tl.runOnce(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []string{fresh.ID}, drain(ch), "what was written while nobody listened is history, not live")
 }
 
 func TestReplaySeamUpToFrontier(t *testing.T) {

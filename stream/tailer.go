@@ -67,6 +67,9 @@ type TailerConfig struct {
 // exact (see Replay). An event that breaks the assumption but is committed
 // within Lookback is still published, late and out of order, with a
 // warning; one later than that is only in the store (history and replay).
+// The trailing window is re-read twice per Lookback; other reads start at
+// the last published id. While no client is connected the tailer reads
+// nothing and moves its start to now.
 //
 // Per job, causal order holds: each transition is a version-checked write
 // made after reading the previous version, so its id is generated after the
@@ -85,6 +88,8 @@ type Tailer struct {
 	start  string
 	cursor string
 	seen   map[string]time.Time
+	// lastLookback is when the trailing window was last re-read.
+	lastLookback time.Time
 }
 
 // NewTailer returns a Tailer; its Run publishes events whose id time is
@@ -144,8 +149,24 @@ func (t *Tailer) Run(ctx context.Context) error {
 func (t *Tailer) runOnce(ctx context.Context) (time.Duration, error) {
 	now := t.cfg.NowFunc()
 	settled := now.Add(-t.cfg.Settle)
-	after := max(FloorID(idTime(t.cursor).Add(-t.cfg.Lookback)), t.start)
 	next := t.cfg.PollInterval
+	if f := max(FloorID(settled), t.cursor); t.cfg.Hub.advanceIfIdle(f) {
+		// Nobody listens: skip to now instead of reading. What lies before
+		// is history (replays read it from the store), never published
+		// late, hence start moves too.
+		if f > t.cursor {
+			t.start, t.cursor = f, f
+			clear(t.seen)
+		}
+		return next, nil
+	}
+	after := t.cursor
+	if now.Sub(t.lastLookback) >= t.cfg.Lookback/2 {
+		// The trailing window is re-read twice per Lookback, not at every
+		// read: enough to catch late commits, cheap under load.
+		after = max(FloorID(idTime(t.cursor).Add(-t.cfg.Lookback)), t.start)
+		t.lastLookback = now
+	}
 	var out []*Event
 	late := 0
 	defer func() {
