@@ -36,9 +36,6 @@ import (
 // receiver at least once: it logs lost=0 and the duplicate count. The
 // thresholds are shortened by configuration only (HOOKLANE_* settings).
 
-// faultBinary is the gateway binary the fault tests run.
-var faultBinary binary //nolint:gochecknoglobals // test-binary-wide build cache
-
 // faultEnv is the configuration every fault test starts from: fast pollers,
 // a short lease, quiet logs; extra adds to it.
 func faultEnv(extra map[string]string) map[string]string {
@@ -400,7 +397,7 @@ func sqsEnv(endpoint, queueURL string) map[string]string {
 // data directory: the jobs its in-process queue held are re-queued at start.
 func TestFaultGatewayKilledEmbedded(t *testing.T) {
 	t.Parallel()
-	bin := faultBinary.get(t)
+	bin := hooklaneBinary.get(t)
 	recv := newCountingReceiver(t)
 	env := faultEnv(map[string]string{"HOOKLANE_DATA_DIR": t.TempDir()})
 	p := startProcess(t, bin, "embedded", env)
@@ -433,7 +430,7 @@ func TestFaultGatewayKilledMongoSQS(t *testing.T) {
 	_, mongoAddr := startPrivateFerretDB(t)
 	mongoURI := "mongodb://" + mongoAddr + "/"
 	endpoint := cmp.Or(os.Getenv("HOOKLANE_TEST_SQS_ENDPOINT"), "http://127.0.0.1:4566")
-	bin := faultBinary.get(t)
+	bin := hooklaneBinary.get(t)
 	recv := newCountingReceiver(t)
 	url, err := sqsqueue.CreateQueue(t.Context(), sqsClient(endpoint), "hooklane-fault-"+faultSuffix()+".fifo", sqsqueue.CreateQueueParams{})
 	require.NoError(t, err)
@@ -485,7 +482,7 @@ func TestFaultQueueDown(t *testing.T) {
 	url, err := sqsqueue.CreateQueue(t.Context(), client, name, sqsqueue.CreateQueueParams{})
 	require.NoError(t, err)
 
-	bin := faultBinary.get(t)
+	bin := hooklaneBinary.get(t)
 	recv := newCountingReceiver(t)
 	env := faultEnv(sqsEnv(endpoint, url))
 	env["HOOKLANE_DATA_DIR"] = t.TempDir()
@@ -538,7 +535,7 @@ func TestFaultStoreDown(t *testing.T) {
 	t.Parallel()
 	db, addr := startPrivateFerretDB(t)
 
-	bin := faultBinary.get(t)
+	bin := hooklaneBinary.get(t)
 	recv := newCountingReceiver(t)
 	env := faultEnv(map[string]string{
 		// A short server selection bound makes a request fail fast (503)
