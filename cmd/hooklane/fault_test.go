@@ -65,17 +65,20 @@ func faultSuffix() string {
 	return hex.EncodeToString(b)
 }
 
-// countingReceiver counts the deliveries of each CloudEvents id.
+// countingReceiver counts the deliveries of each CloudEvents id. While
+// down it answers 503 and counts the refusals instead.
 type countingReceiver struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	seen  map[string]int
-	total atomic.Int64
+	srv     *httptest.Server
+	down    atomic.Bool
+	mu      sync.Mutex
+	seen    map[string]int
+	refused map[string]int
+	total   atomic.Int64
 }
 
 func newCountingReceiver(t *testing.T) *countingReceiver {
 	t.Helper()
-	r := &countingReceiver{seen: map[string]int{}}
+	r := &countingReceiver{seen: map[string]int{}, refused: map[string]int{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		var ce struct {
@@ -86,6 +89,12 @@ func newCountingReceiver(t *testing.T) *countingReceiver {
 			return
 		}
 		r.mu.Lock()
+		if r.down.Load() {
+			r.refused[ce.ID]++
+			r.mu.Unlock()
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		r.seen[ce.ID]++
 		r.mu.Unlock()
 		r.total.Add(1)
@@ -105,7 +114,7 @@ func setupFault(t *testing.T, p *process, recv *countingReceiver) (typ, probeID 
 	status, body := p.post(ctx, "/api/event-types", "application/json", `{"code":"`+typ+`","name":"fault"}`)
 	require.Equal(t, http.StatusCreated, status, "%s", body)
 	status, body = p.post(ctx, "/api/subscriptions", "application/json", `{"code":"fault","timeoutSeconds":5,
-		"retry":{"maxAttempts":20,"initialBackoffSeconds":1,"maxBackoffSeconds":2},
+		"retry":{"maxAttempts":30,"initialBackoffSeconds":1,"maxBackoffSeconds":3},
 		"eventTypes":[{"eventTypeCode":"`+typ+`"}],"target":"`+recv.srv.URL+`"}`)
 	require.Equal(t, http.StatusCreated, status, "%s", body)
 	probeID = "probe-" + faultSuffix()
@@ -604,4 +613,42 @@ func TestFaultStoreDown(t *testing.T) {
 		require.Contains(t, string(body), ceID)
 	}
 	requireDelivered(t, recv, accepted, 60*time.Second)
+}
+
+// TestFaultReceiverDown takes the receiver down (503) for 30 s under load:
+// the jobs retry with their subscription's policy (back-off from 1 s up to
+// 3 s, 30 attempts) and all complete once it is back, within that policy.
+func TestFaultReceiverDown(t *testing.T) {
+	t.Parallel()
+	bin := hooklaneBinary.get(t)
+	recv := newCountingReceiver(t)
+	p := startProcess(t, bin, "receiver-down", faultEnv(map[string]string{"HOOKLANE_DATA_DIR": t.TempDir()}))
+	typ, probe := setupFault(t, p, recv)
+	recv.down.Store(true)
+	const total = 300
+	l := newFaultLoad(t, typ, p, probe)
+	l.run(t.Context(), 4, 10, total, 0)
+	accepted, others, _ := l.snapshot()
+	require.Len(t, accepted, total+1)
+	require.Empty(t, others)
+	select {
+	case <-time.After(30 * time.Second): // the outage the test is about
+	case <-t.Context().Done():
+	}
+	recv.down.Store(false)
+	recv.mu.Lock()
+	refusals, most := 0, 0
+	for _, n := range recv.refused {
+		refusals += n
+		most = max(most, n)
+	}
+	recv.mu.Unlock()
+	t.Logf("receiver back after 30 s: %d refused attempts, at most %d for one event", refusals, most)
+	require.GreaterOrEqual(t, most, 8, "jobs kept retrying through the outage")
+	requireDelivered(t, recv, accepted, 60*time.Second)
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	for id := range accepted {
+		require.Less(t, recv.refused[id], 30, "event %s took more attempts than its policy allows", id)
+	}
 }
