@@ -204,6 +204,7 @@ func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 		}
 		SortJobs(jobs, nil)
 		results[i] = Result{Event: orig, Duplicate: true, Jobs: jobs}
+		toQueue = append(toQueue, unsentSuspects(jobs, now)...)
 	}
 	if len(toQueue) > 0 {
 		if n, err := s.cfg.Enqueuer.Enqueue(ctx, toQueue); n > 0 {
@@ -211,6 +212,28 @@ func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 		}
 	}
 	return results, nil
+}
+
+// resendAfter is how old a never-attempted QUEUED job must be before a
+// producer's retry of its event sends it to the queue again. The first
+// request may have stored the jobs and then died (killed, or cut off)
+// before sending them; the retry is the earliest moment anyone notices.
+// Sending twice is harmless: the queue deduplicates the same queuing
+// (same dedup id) and the router drops a message whose job moved on.
+const resendAfter = 5 * time.Second
+
+// unsentSuspects returns the push jobs of a duplicate's original that may
+// never have reached the queue: QUEUED, never attempted, and older than
+// resendAfter.
+func unsentSuspects(jobs []*dispatch.Job, now time.Time) []*dispatch.Job {
+	var out []*dispatch.Job
+	for _, j := range jobs {
+		if j.Status == dispatch.StatusQueued && j.AttemptCount == 0 && j.Delivery != dispatch.DeliveryPull &&
+			now.Sub(j.UpdatedAt) >= resendAfter {
+			out = append(out, j)
+		}
+	}
+	return out
 }
 
 // FanOut creates the jobs of a stored event that was not fanned out (a crash

@@ -1,0 +1,140 @@
+package ingest_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/queue"
+	"github.com/hooklane/hooklane/queue/memqueue"
+	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/subscription"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+type serviceBundle struct {
+	svc   *ingest.Service
+	store *sqlitestore.Store
+	queue *memqueue.Queue
+	clock *clock
+	sub   *subscription.Subscription
+}
+
+func setupService(t *testing.T) *serviceBundle {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(t.TempDir(), "svc.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	q := memqueue.New(memqueue.Config{})
+	t.Cleanup(func() { require.NoError(t, q.Close()) })
+	clk := &clock{now: time.Now().UTC().Truncate(time.Millisecond)}
+	ids := idgen.New(clk.Now)
+	require.NoError(t, st.EventTypeInsert(ctx, &schema.EventType{Code: "shop.order.created", Name: "x", Status: schema.TypeCurrent, CreatedAt: clk.Now(), UpdatedAt: clk.Now()}))
+	sub := &subscription.Subscription{ID: ids.New(), Code: "orders", EventTypes: []subscription.Binding{{EventTypeCode: "shop.order.created"}},
+		Target: "http://127.0.0.1:9/hook", CreatedAt: clk.Now(), UpdatedAt: clk.Now()}
+	sub.ApplyDefaults()
+	require.NoError(t, st.SubscriptionInsert(ctx, sub))
+	subs := subscription.NewCache(subscription.CacheConfig{Store: st})
+	t.Cleanup(subs.Close)
+	enq := &dispatch.Enqueuer{Queue: q, Store: st, NewID: ids.New, NowFunc: clk.Now}
+	svc := ingest.New(ingest.Config{
+		Store: st, Validator: schema.NewRegistry(schema.RegistryConfig{Store: st}), Matcher: subs,
+		Enqueuer: enq, IDs: ids, NowFunc: clk.Now,
+	})
+	return &serviceBundle{svc: svc, store: st, queue: q, clock: clk, sub: sub}
+}
+
+func orderEvent() cloudevent.Event {
+	return cloudevent.Event{SpecVersion: "1.0", ID: "o-1", Source: "/shop", Type: "shop.order.created", Data: []byte(`{}`)}
+}
+
+// TestDuplicateResendsJobsNeverSent covers a request that stored its event
+// and jobs and then died before sending them: the producer's retry (a
+// duplicate) sends them, once they are old enough not to be in flight from
+// the first request.
+func TestDuplicateResendsJobsNeverSent(t *testing.T) {
+	t.Parallel()
+	b := setupService(t)
+	ctx := context.Background()
+
+	// The first request's store write, without its queue send.
+	ev := orderEvent()
+	now := b.clock.Now()
+	stored := &ingest.StoredEvent{ID: "01JDAAAAAAAAAAAAAAAAAAAAAA", ReceivedAt: now, DedupKey: ingest.DedupKey(&ev), Event: ev}
+	job := ingest.NewJob(stored, b.sub, now)
+	_, err := b.store.EventIngest(ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: stored, Jobs: []*dispatch.Job{job}}}})
+	require.NoError(t, err)
+
+	receive := func() []queue.Message {
+		msgs, err := b.queue.Receive(ctx, queue.ReceiveParams{Max: 10})
+		require.NoError(t, err)
+		return msgs
+	}
+
+	// A retry right away does not resend: the first request may still be
+	// sending.
+	b.clock.Add(time.Second)
+	res, err := b.svc.Ingest(ctx, &ingest.Request{Mode: ingest.ModeStructured, Events: []cloudevent.Event{orderEvent()}})
+	require.NoError(t, err)
+	require.True(t, res[0].Duplicate)
+	require.Empty(t, receive())
+
+	// A later retry sends the job that never reached the queue.
+	b.clock.Add(10 * time.Second)
+	res, err = b.svc.Ingest(ctx, &ingest.Request{Mode: ingest.ModeStructured, Events: []cloudevent.Event{orderEvent()}})
+	require.NoError(t, err)
+	require.True(t, res[0].Duplicate)
+	msgs := receive()
+	require.Len(t, msgs, 1)
+	require.Equal(t, job.ID, string(msgs[0].Body))
+}
+
+// TestIngestQueuesNewJobs checks the plain path: a new event's job is
+// stored QUEUED and sent, and a duplicate answers with the original.
+func TestIngestQueuesNewJobs(t *testing.T) {
+	t.Parallel()
+	b := setupService(t)
+	ctx := context.Background()
+	res, err := b.svc.Ingest(ctx, &ingest.Request{Mode: ingest.ModeStructured, Events: []cloudevent.Event{orderEvent()}})
+	require.NoError(t, err)
+	require.False(t, res[0].Duplicate)
+	require.Len(t, res[0].Jobs, 1)
+	require.Equal(t, dispatch.StatusQueued, res[0].Jobs[0].Status)
+	require.Equal(t, "orders", res[0].Jobs[0].Subscription)
+	msgs, err := b.queue.Receive(ctx, queue.ReceiveParams{Max: 10})
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+
+	again, err := b.svc.Ingest(ctx, &ingest.Request{Mode: ingest.ModeStructured, Events: []cloudevent.Event{orderEvent()}})
+	require.NoError(t, err)
+	require.True(t, again[0].Duplicate)
+	require.Equal(t, res[0].Event.ID, again[0].Event.ID)
+	require.Equal(t, res[0].Jobs[0].ID, again[0].Jobs[0].ID)
+}
