@@ -46,28 +46,55 @@ type Releaser struct {
 	NowFunc  func() time.Time
 }
 
-// ReleaseGroup queues the first unfinished job of a BLOCK_ON_ERROR group
-// when it is parked as blocked: call it after a job of the group completed
-// or was cancelled, and after parking a job (to close the race with a
-// blocker finishing meanwhile). It reports whether it queued a job.
+// releaseRunMax bounds how many parked jobs one ReleaseGroup queues.
+const releaseRunMax = 100
+
+// ReleaseGroup queues the parked jobs at the head of a BLOCK_ON_ERROR group:
+// the leading run of its unfinished jobs (in OrderKey order) that are
+// PENDING and held as blocked. Call it after a job of the group completed or
+// was cancelled, and after parking a job (to close the race with a blocker
+// finishing meanwhile). Queuing the whole run at once lets the queue hand
+// the jobs out one by one in order without a release round trip between
+// them; the router still checks each against its predecessors before the
+// claim, so a job behind one that fails is parked again. It reports whether
+// it queued a job.
 func (r *Releaser) ReleaseGroup(ctx context.Context, subscriptionID, group string) (bool, error) {
 	if group == "" {
 		return false, nil
 	}
+	// Look at the head alone first: usually it is running or failing, and
+	// nothing is to be released.
 	head, err := r.Store.JobListGroup(ctx, &JobListGroupParams{
 		SubscriptionID: subscriptionID, MessageGroup: group, Statuses: Unfinished(), Limit: 1,
 	})
 	if err != nil {
 		return false, fmt.Errorf("list head of group %s: %w", group, err)
 	}
-	if len(head) == 0 {
+	if len(head) == 0 || !held(head[0]) {
 		return false, nil
 	}
-	j := head[0]
-	if j.Status != StatusPending || j.BlockedBy == "" || j.BlockedBy == BlockedByPaused {
-		return false, nil // running, retrying on its own schedule, in ERROR, or paused
+	head, err = r.Store.JobListGroup(ctx, &JobListGroupParams{
+		SubscriptionID: subscriptionID, MessageGroup: group, Statuses: Unfinished(), Limit: releaseRunMax,
+	})
+	if err != nil {
+		return false, fmt.Errorf("list head of group %s: %w", group, err)
 	}
-	return r.queue(ctx, []*Job{j}, "blocker finished")
+	var run []*Job
+	for _, j := range head {
+		if !held(j) {
+			break // running, retrying on its own schedule, in ERROR, or paused: it holds the rest
+		}
+		run = append(run, j)
+	}
+	if len(run) == 0 {
+		return false, nil
+	}
+	return r.queue(ctx, run, "blocker finished")
+}
+
+// held reports whether j is parked behind a blocker (not paused).
+func held(j *Job) bool {
+	return j.Status == StatusPending && j.BlockedBy != "" && j.BlockedBy != BlockedByPaused
 }
 
 // ReleaseSubscription queues every job of a subscription parked while it was

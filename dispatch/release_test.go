@@ -84,18 +84,43 @@ func TestReleaseGroup(t *testing.T) {
 	ok, err = e.rel.ReleaseGroup(ctx, "s1", "g")
 	require.NoError(t, err)
 	require.True(t, ok)
-	got, err := e.st.JobGetByID(ctx, held.ID)
+	for _, id := range []string{held.ID, next.ID} {
+		got, err := e.st.JobGetByID(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, dispatch.StatusQueued, got.Status)
+		require.Empty(t, got.BlockedBy)
+	}
+	// The queue hands the group out one at a time, in order.
+	msgs, err := e.q.Receive(ctx, queue.ReceiveParams{Max: queue.MaxBatch})
 	require.NoError(t, err)
-	require.Equal(t, dispatch.StatusQueued, got.Status)
-	require.Empty(t, got.BlockedBy)
-	require.Equal(t, []string{held.ID}, e.received(t), "only the new head goes; the next waits for it")
+	require.Len(t, msgs, 1)
+	require.Equal(t, held.ID, string(msgs[0].Body))
+	require.NoError(t, e.q.Delete(ctx, msgs[0].ReceiptHandle))
+	require.Equal(t, []string{next.ID}, e.received(t))
 
 	ok, err = e.rel.ReleaseGroup(ctx, "s1", "g")
 	require.NoError(t, err)
 	require.False(t, ok, "the head is QUEUED: nothing more to release")
-	got, err = e.st.JobGetByID(ctx, next.ID)
+}
+
+// TestReleaseGroupStopsAtRetryingJob: the run ends at a job that is not
+// held (here retrying on its own schedule): later parked jobs stay parked.
+func TestReleaseGroupStopsAtRetryingJob(t *testing.T) {
+	t.Parallel()
+	e := newReleaseEnv(t)
+	ctx := context.Background()
+	first := e.job(t, "s1", "g", dispatch.StatusPending, "01GONE")
+	retrying := e.job(t, "s1", "g", dispatch.StatusPending, "")
+	later := e.job(t, "s1", "g", dispatch.StatusPending, first.ID)
+	ok, err := e.rel.ReleaseGroup(ctx, "s1", "g")
 	require.NoError(t, err)
-	require.Equal(t, dispatch.StatusPending, got.Status)
+	require.True(t, ok)
+	require.Equal(t, []string{first.ID}, e.received(t))
+	for _, id := range []string{retrying.ID, later.ID} {
+		got, err := e.st.JobGetByID(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, dispatch.StatusPending, got.Status)
+	}
 }
 
 func TestReleaseSubscription(t *testing.T) {

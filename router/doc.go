@@ -56,8 +56,10 @@
 //     BlockedBy = that job's id, a dispatch.blocked status event, and a far
 //     NextAttemptAt (Config.BlockedRecheck, a slow safety poll — never a
 //     busy loop). When a job of the group completes or is cancelled (by the
-//     router or the API), dispatch.Releaser.ReleaseGroup queues the group's
-//     first unfinished job if it is parked; after parking, the router runs
+//     router or the API), dispatch.Releaser.ReleaseGroup queues the leading
+//     run of parked jobs at the group's head (the queue then hands them out
+//     one by one, each checked again before its claim); after parking, the
+//     router runs
 //     the same release once more, so a blocker finishing between check and
 //     park is never missed. Jobs of a paused subscription are parked with
 //     BlockedBy = dispatch.BlockedByPaused and released by
