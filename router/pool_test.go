@@ -148,3 +148,54 @@ func TestSlowPoolDoesNotStarveOthers(t *testing.T) {
 	require.NoError(t, err)
 	require.LessOrEqual(t, c[dispatch.StatusInProgress], 6, "the slow pool took more than its share: %v", c)
 }
+
+// TestPoolsPickUpPatchedDefinition: after Invalidate (the API's
+// PoolChangedFunc), the runtime pool is rebuilt from the stored definition;
+// a deleted pool's jobs fall back to the default pool.
+func TestPoolsPickUpPatchedDefinition(t *testing.T) {
+	t.Parallel()
+	g := newGW(t, gwOptions{noRouter: true})
+	ctx := context.Background()
+	p := g.pool("patched", nil, 1, 1)
+	rt, err := g.pools.Get(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, rt.Definition().Concurrency)
+
+	p.Concurrency, p.RatePerSecond = 5, ptr(2.0)
+	require.NoError(t, g.st.PoolUpdate(ctx, p))
+	same, err := g.pools.Get(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, same.Definition().Concurrency, "cached until invalidated")
+	g.pools.Invalidate(p.ID)
+	fresh, err := g.pools.Get(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, 5, fresh.Definition().Concurrency)
+	require.InDelta(t, 2.0, *fresh.Definition().RatePerSecond, 0)
+
+	require.NoError(t, g.st.PoolDelete(ctx, p.ID))
+	g.pools.Invalidate(p.ID)
+	fallback, err := g.pools.Get(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.DefaultPoolCode, fallback.Definition().Code)
+}
+
+// TestDelayedJobWaitsPending: a job stored PENDING with a future
+// NextAttemptAt (how ingest stores a subscription's delaySeconds) is not
+// delivered before it is due, and is delivered by the pending poller after.
+func TestDelayedJobWaitsPending(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan time.Time, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		arrived <- time.Now()
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	g := newGW(t, gwOptions{})
+	j := g.taskJob(srv.URL, dispatch.ModeImmediate, "", dispatch.Retry{})
+	due := time.Now().Add(1500 * time.Millisecond).UTC()
+	j.Status, j.NextAttemptAt = dispatch.StatusPending, &due
+	require.NoError(t, g.st.JobInsertMany(context.Background(), &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{j}}))
+	g.waitStatus(j.ID, dispatch.StatusCompleted, 20*time.Second)
+	at := <-arrived
+	require.False(t, at.Before(due), "delivered %s before it was due", due.Sub(at))
+}
