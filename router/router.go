@@ -207,15 +207,119 @@ func (r *Router) receiveLoop(ctx context.Context) {
 			continue
 		}
 		backoff = 100 * time.Millisecond
-		for _, m := range msgs {
+		// An SQS FIFO receive may return several messages of one group;
+		// they run one after another, in order, never side by side.
+		for _, run := range byGroup(msgs) {
 			r.wg.Add(1)
 			go func() {
 				defer r.wg.Done()
-				defer func() { <-r.inFlight }()
-				// A delivery that has started finishes even when ctx ends
-				// (shutdown), bounded by its own timeout.
-				r.handle(context.WithoutCancel(ctx), ctx, m)
+				r.runGroup(ctx, run)
 			}()
+		}
+	}
+}
+
+// byGroup splits received messages into runs of one group each, keeping
+// the queue's order within every run.
+func byGroup(msgs []queue.Message) [][]queue.Message {
+	if len(msgs) == 1 {
+		return [][]queue.Message{msgs}
+	}
+	index := make(map[string]int, len(msgs))
+	var runs [][]queue.Message
+	for _, m := range msgs {
+		i, ok := index[m.Group]
+		if !ok {
+			i = len(runs)
+			index[m.Group] = i
+			runs = append(runs, nil)
+		}
+		runs[i] = append(runs[i], m)
+	}
+	return runs
+}
+
+// runGroup handles the messages of one group from one receive, in order.
+// Until a message is handled it stays invisible (a heartbeat extends its
+// visibility), so no other consumer receives it, nor, the group being held
+// by it, any later message of the group. When a message is left to its
+// visibility timeout or put back, the messages after it are returned to the
+// queue at once: they must not overtake it, and the queue hands them out
+// again only after it.
+func (r *Router) runGroup(ctx context.Context, msgs []queue.Message) {
+	hb := newHeartbeat(msgs)
+	hctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.heartbeat(hctx, hb)
+	}()
+	defer func() {
+		stop()
+		<-done
+	}()
+	for i, m := range msgs {
+		// A delivery that has started finishes even when ctx ends
+		// (shutdown), bounded by its own timeout.
+		handled := r.handle(context.WithoutCancel(ctx), ctx, m)
+		hb.finish()
+		<-r.inFlight
+		if !handled {
+			for _, rest := range msgs[i+1:] {
+				hb.finish()
+				if err := r.cfg.Queue.ChangeVisibility(context.WithoutCancel(ctx), rest.ReceiptHandle, 0); err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
+					r.cfg.Logger.WarnContext(ctx, "queue change visibility failed", "error", err)
+				}
+				<-r.inFlight
+			}
+			return
+		}
+	}
+}
+
+// heartbeatState is the part of a run still held: its messages not yet
+// handled, in order.
+type heartbeatState struct {
+	mu      sync.Mutex
+	pending []queue.Message
+}
+
+func newHeartbeat(msgs []queue.Message) *heartbeatState {
+	return &heartbeatState{pending: append([]queue.Message(nil), msgs...)}
+}
+
+// finish drops the first held message.
+func (h *heartbeatState) finish() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.pending) > 0 {
+		h.pending = h.pending[1:]
+	}
+}
+
+func (h *heartbeatState) held() []queue.Message {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]queue.Message(nil), h.pending...)
+}
+
+// heartbeat extends the visibility of the held messages every third of the
+// lease until ctx ends, so a long delivery (or a long wait for a pool slot)
+// never lets the queue hand a held message to another consumer.
+func (r *Router) heartbeat(ctx context.Context, h *heartbeatState) {
+	every := max(r.cfg.Lease/3, 500*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, m := range h.held() {
+			if err := r.cfg.Queue.ChangeVisibility(ctx, m.ReceiptHandle, r.cfg.Lease); err != nil && ctx.Err() == nil && !errors.Is(err, queue.ErrInvalidReceipt) {
+				r.cfg.Logger.WarnContext(ctx, "extend message visibility failed", "error", err)
+			}
 		}
 	}
 }
@@ -236,7 +340,9 @@ const (
 
 // handle processes one message: claim the job, deliver it, record the
 // outcome, delete the message. Errors are logged here, once.
-func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) {
+// It reports whether the message was handled for good: deleted, or its
+// job's state made the message unneeded.
+func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) bool {
 	jobID := string(m.Body)
 	log := r.cfg.Logger.With("job_id", jobID)
 	disp, err := r.process(ctx, runCtx, jobID)
@@ -248,6 +354,7 @@ func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) {
 		if err := r.cfg.Queue.Delete(ctx, m.ReceiptHandle); err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
 			log.WarnContext(ctx, "queue delete failed", "error", err)
 		}
+		return true
 	case disp == putBack || runCtx.Err() != nil:
 		// Pool full here, or shutting down before the job started: another
 		// receive (maybe another router) takes it.
@@ -259,6 +366,7 @@ func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) {
 			log.WarnContext(ctx, "queue change visibility failed", "error", err)
 		}
 	}
+	return false
 }
 
 // process runs one job and says what to do with its message.
