@@ -142,7 +142,11 @@ func TestMultiInstanceNoLossAndOrdering(t *testing.T) {
 		posters = 20
 		batch   = 10
 	)
-	mongoURI, sqsEndpoint := stackEnv()
+	// A private FerretDB: the shared one serves other tests at the same
+	// time, and FerretDB's scans are CPU-bound.
+	_, mongoAddr := startPrivateFerretDB(t)
+	mongoURI := "mongodb://" + mongoAddr + "/"
+	_, sqsEndpoint := stackEnv()
 	bin := hooklaneBinary.get(t)
 	recv := newOrderedReceiver(t)
 	env := map[string]string{
@@ -155,6 +159,11 @@ func TestMultiInstanceNoLossAndOrdering(t *testing.T) {
 		"AWS_SECRET_ACCESS_KEY":          "test",
 		"HOOKLANE_ALLOW_PRIVATE_TARGETS": "true",
 		"HOOKLANE_LEASE":                 "5s",
+		// A message the killed instance held can be gone for good (received,
+		// never deleted nor returned): the stale-queued rescuer is the
+		// safety net for exactly that, made quick for the test.
+		"HOOKLANE_STALE_QUEUED_AFTER":    "20s",
+		"HOOKLANE_STALE_POLL_INTERVAL":   "5s",
 		"HOOKLANE_PENDING_POLL_INTERVAL": "1s",
 		"HOOKLANE_LOG_LEVEL":             "warn",
 	}
