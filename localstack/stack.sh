@@ -163,6 +163,9 @@ launch() {
 
 start_sqs() {
 	local pid
+	# Installed even when a server already runs: tests start private
+	# fauxqs servers of their own from it (HOOKLANE_TEST_FAUXQS_SERVER).
+	install_sqs
 	if pid="$(pid_of sqs)"; then
 		log "sqs already running (pid $pid) on 127.0.0.1:$(<"$run_dir/sqs.port")"
 		return 0
@@ -173,7 +176,6 @@ start_sqs() {
 		log "sqs: a server this script did not start already answers on 127.0.0.1:$sqs_port; using it"
 		return 0
 	fi
-	install_sqs
 	launch sqs "$sqs_port" env HOOKLANE_STACK_SQS_HOST=127.0.0.1 HOOKLANE_STACK_SQS_PORT="$sqs_port" \
 		node "$here/sqs/server.mjs"
 	printf '%s\n' "$sqs_port" >"$run_dir/sqs.port"
@@ -186,6 +188,9 @@ start_sqs() {
 
 start_mongo() {
 	local pid
+	# Built even when a server already runs: tests start private FerretDB
+	# servers of their own from it (HOOKLANE_TEST_FERRETDB_BIN).
+	build_ferretdb
 	if pid="$(pid_of mongo)"; then
 		log "mongo already running (pid $pid) on 127.0.0.1:$(<"$run_dir/mongo.port")"
 		return 0
@@ -195,7 +200,6 @@ start_mongo() {
 		log "mongo: a server this script did not start already listens on 127.0.0.1:$mongo_port; using it"
 		return 0
 	fi
-	build_ferretdb
 	# Every start begins with empty databases.
 	rm -rf "$mongo_data"
 	mkdir -p "$mongo_data"
