@@ -18,12 +18,6 @@ import (
 // routed yet. Each is documented in openapi.json; remove an entry when its
 // route lands (the drift test then checks it like any other).
 var notYetRouted = []string{ //nolint:gochecknoglobals // test fixture
-	// §10 pull delivery.
-	"GET /api/subscriptions/{id}/jobs/next",
-	"POST /api/dispatch-jobs/{id}/complete",
-	"POST /api/dispatch-jobs/{id}/fail",
-	"POST /api/dispatch-jobs/{id}/heartbeat",
-	"GET /api/workers",
 }
 
 var ginParam = regexp.MustCompile(`[:*]([A-Za-z_]+)`) //nolint:gochecknoglobals // read-only

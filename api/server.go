@@ -71,16 +71,21 @@ type Config struct {
 	// net.DefaultResolver.
 	Resolver *net.Resolver
 	Stream   StreamConfig // Stream configures the status stream (api/stream.go).
-	IDs      *idgen.Generator
-	Version  string
-	Logger   *slog.Logger
-	NowFunc  func() time.Time
+	// Lease is how long a pull worker's claim lasts (HOOKLANE_LEASE); zero
+	// uses LeaseDefault.
+	Lease   time.Duration
+	IDs     *idgen.Generator
+	Version string
+	Logger  *slog.Logger
+	NowFunc func() time.Time
 }
 
 // Server serves the API.
 type Server struct {
 	cfg    Config
 	engine *gin.Engine
+	// workers remembers the pull workers seen (api/pull.go).
+	workers *workerRegistry
 }
 
 // New returns a Server with every route registered.
@@ -102,7 +107,7 @@ func New(cfg Config) *Server {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
-	s := &Server{cfg: cfg, engine: e}
+	s := &Server{cfg: cfg, engine: e, workers: newWorkerRegistry()}
 	// Order: the request id first (so every later log line carries it),
 	// then the access log and metrics, then panic recovery, innermost, so a
 	// panic is logged and counted as the 500 it becomes.
@@ -180,6 +185,12 @@ func (s *Server) routes() {
 	a.GET("/dispatch-jobs/:id", s.auth(RoleProducer, RoleViewer, RoleWorker), s.h(s.getJob))
 	a.POST("/dispatch-jobs/:id/retry", s.auth(), s.h(s.retryJob))
 	a.POST("/dispatch-jobs/:id/cancel", s.auth(), s.h(s.cancelJob))
+
+	a.GET("/subscriptions/:id/jobs/next", s.auth(RoleWorker), s.h(s.claimJobs))
+	a.POST("/dispatch-jobs/:id/complete", s.auth(RoleWorker), s.h(s.completeJob))
+	a.POST("/dispatch-jobs/:id/fail", s.auth(RoleWorker), s.h(s.failJob))
+	a.POST("/dispatch-jobs/:id/heartbeat", s.auth(RoleWorker), s.h(s.heartbeatJob))
+	a.GET("/workers", s.auth(RoleWorker, RoleViewer), s.h(s.listWorkers))
 
 	a.GET("/stream", s.auth(RoleViewer), s.h(s.streamSSE))
 	a.GET("/stream/ws", s.auth(RoleViewer), s.h(s.streamWS))

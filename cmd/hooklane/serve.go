@@ -198,7 +198,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			Limits:        ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
 			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, IDs: ids, Version: version, Logger: logger, Metrics: m,
-			Stream: api.StreamConfig{Hub: hub, Retention: cfg.StreamRetention},
+			Stream: api.StreamConfig{Hub: hub, Retention: cfg.StreamRetention}, Lease: cfg.Lease,
 		})
 		addr, err := listenAndServe(ctx, g, cfg, srv.Handler(), logger)
 		if err != nil {

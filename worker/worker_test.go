@@ -1,0 +1,134 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/hooklane/hooklane/api"
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/queue/memqueue"
+	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/worker"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// gateway starts the real API server over SQLite on 127.0.0.1 with a pull
+// subscription to order.created, and returns its URL, the store and the
+// subscription id.
+func gateway(t *testing.T) (string, *sqlitestore.Store, string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(t.TempDir(), "h.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	q := memqueue.New(memqueue.Config{})
+	t.Cleanup(func() { require.NoError(t, q.Close()) })
+	ids := idgen.New(nil)
+	subs := subscription.NewCache(subscription.CacheConfig{Store: st})
+	t.Cleanup(subs.Close)
+	registry := schema.NewRegistry(schema.RegistryConfig{Store: st})
+	enq := &dispatch.Enqueuer{Queue: q, Store: st, NewID: ids.New, NowFunc: time.Now}
+	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Enqueuer: enq, IDs: ids})
+	srv := httptest.NewServer(api.New(api.Config{
+		Store: st, Queue: q, Ingest: svc, Enqueuer: enq, Subscriptions: subs, Registry: registry, IDs: ids,
+		Limits: ingest.Limits{MaxEventBytes: 256 << 10, MaxRequestBytes: 4 << 20, MaxBatch: 100},
+	}).Handler())
+	t.Cleanup(srv.Close)
+	post(t, srv.URL+"/api/event-types", `{"code":"order.created","name":"Order created"}`, "application/json")
+	body := post(t, srv.URL+"/api/subscriptions", `{"code":"w","eventTypes":[{"eventTypeCode":"order.created"}],"delivery":"pull",
+		"retry":{"maxAttempts":1,"initialBackoffSeconds":1,"maxBackoffSeconds":1}}`, "application/json")
+	_, rest, ok := strings.Cut(body, `"id":"`)
+	require.True(t, ok, body)
+	id, _, _ := strings.Cut(rest, `"`)
+	return srv.URL, st, id
+}
+
+func post(t *testing.T, url, body, ct string) string {
+	t.Helper()
+	resp, err := http.Post(url, ct, strings.NewReader(body)) //nolint:noctx // test
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Less(t, resp.StatusCode, 300, string(b))
+	return string(b)
+}
+
+func TestRunCompletesAndFails(t *testing.T) {
+	t.Parallel()
+	base, st, sub := gateway(t)
+	for _, id := range []string{"ok-1", "bad-1"} {
+		post(t, base+"/api/events", fmt.Sprintf(`{"specversion":"1.0","id":%q,"source":"/t","type":"order.created","data":{}}`, id),
+			"application/cloudevents+json")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var mu sync.Mutex
+	seen := map[string]string{}
+	c := &worker.Client{BaseURL: base, SubscriptionID: sub, WorkerID: "test:1", Wait: time.Second, HeartbeatInterval: 10 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Run(ctx, func(ctx context.Context, j *worker.Job) error {
+			mu.Lock()
+			seen[j.Event.ID] = j.ID
+			n := len(seen)
+			mu.Unlock()
+			// Long enough for a few heartbeats.
+			time.Sleep(50 * time.Millisecond)
+			if n == 2 {
+				defer cancel()
+			}
+			if strings.HasPrefix(j.Event.ID, "bad") {
+				return errors.New("cannot handle")
+			}
+			return nil
+		})
+	}()
+	require.NoError(t, <-done, "Run stops cleanly on cancel")
+	require.Len(t, seen, 2)
+	ok, err := st.JobGetByID(t.Context(), seen["ok-1"])
+	require.NoError(t, err)
+	require.Equal(t, dispatch.StatusCompleted, ok.Status)
+	require.Equal(t, "test:1", ok.Attempts[len(ok.Attempts)-1].Worker)
+	bad, err := st.JobGetByID(t.Context(), seen["bad-1"])
+	require.NoError(t, err)
+	require.Equal(t, dispatch.StatusError, bad.Status, "one attempt allowed")
+	require.Equal(t, "cannot handle", *bad.LastError)
+}
+
+func TestRunBacksOffOnErrors(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	c := &worker.Client{BaseURL: srv.URL, SubscriptionID: "s", MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second}
+	require.NoError(t, c.Run(ctx, func(context.Context, *worker.Job) error { return nil }))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Positive(t, calls)
+	require.LessOrEqual(t, calls, 5, "backoff 50+100+200 ms bounds the calls in 300 ms")
+}
