@@ -20,7 +20,7 @@ const orderSchema = `{"type":"object","required":["amount","currency"],"addition
 	"lines":{"type":"array","items":{"type":"object","required":["sku"],"properties":{"sku":{"type":"string"}}}}}}`
 
 // createType registers code with the given versions (raw JSON objects).
-func createType(t *testing.T, s *testServer, code string, versions ...string) {
+func createType(t testing.TB, s *testServer, code string, versions ...string) {
 	t.Helper()
 	body := fmt.Sprintf(`{"code":%q,"name":"Test type","versions":[`, code)
 	for i, v := range versions {

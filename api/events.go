@@ -82,6 +82,7 @@ func (s *Server) postEvents(c *gin.Context) error {
 	if deprecated {
 		c.Header("Deprecation", "true")
 	}
+	s.wakePullClaims(results)
 	status := http.StatusCreated
 	if allDup {
 		status = http.StatusOK
@@ -149,4 +150,17 @@ func (s *Server) listEvents(c *gin.Context) error {
 	}
 	writePage(c, views, pg.NextCursor)
 	return nil
+}
+
+// wakePullClaims wakes this instance's long-polling claims when the
+// request stored a due pull job.
+func (s *Server) wakePullClaims(results []ingest.Result) {
+	for _, r := range results {
+		for _, j := range r.Jobs {
+			if j.Delivery == dispatch.DeliveryPull && j.Status == dispatch.StatusQueued {
+				s.pullDue.broadcast()
+				return
+			}
+		}
+	}
 }

@@ -44,7 +44,7 @@ type testServer struct {
 // are allowed (so httptest receivers can be targets). cfg, when not nil,
 // edits the configuration before the server is built; its Store, Queue,
 // Ingest, Subscriptions and Registry fields are already set.
-func newTestServer(t *testing.T, cfg func(*api.Config)) *testServer {
+func newTestServer(t testing.TB, cfg func(*api.Config)) *testServer {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(t.TempDir(), "hooklane.db")})
@@ -84,7 +84,7 @@ func newTestServer(t *testing.T, cfg func(*api.Config)) *testServer {
 // when it is a string or []byte, as JSON otherwise, and nothing when nil.
 // The content type is application/json unless headers, given as name,
 // value pairs, set another.
-func (s *testServer) do(t *testing.T, method, path string, body any, headers ...string) (*http.Response, map[string]any) {
+func (s *testServer) do(t testing.TB, method, path string, body any, headers ...string) (*http.Response, map[string]any) {
 	t.Helper()
 	require.Zero(t, len(headers)%2, "headers must be name, value pairs")
 	var r io.Reader

@@ -77,6 +77,37 @@ func (r *workerRegistry) since(cutoff time.Time) map[string]time.Time {
 
 func (s *Server) lease() time.Duration { return cmp.Or(s.cfg.Lease, LeaseDefault) }
 
+// dueSignal wakes long-polling claims on this instance the moment it stores
+// a pull job that is due (ingest of an event matching a pull
+// subscription). Jobs that become due elsewhere (another instance, the
+// pending poller) are found by the claim's short store poll instead.
+type dueSignal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// wait returns a channel closed at the next broadcast. Take it before
+// reading the store, so a broadcast between the read and the wait is not
+// missed.
+func (d *dueSignal) wait() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ch == nil {
+		d.ch = make(chan struct{})
+	}
+	return d.ch
+}
+
+// broadcast wakes every claim waiting now.
+func (d *dueSignal) broadcast() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ch != nil {
+		close(d.ch)
+		d.ch = nil
+	}
+}
+
 // claimParams are the parsed query parameters of a claim.
 type claimParams struct {
 	worker string
@@ -155,6 +186,7 @@ func (s *Server) claimJobs(c *gin.Context) error {
 	}
 	var ticker *time.Ticker
 	for {
+		due := s.pullDue.wait()
 		items, err := s.claimRound(ctx, sub.ID, p)
 		if err != nil {
 			return err
@@ -180,6 +212,7 @@ func (s *Server) claimJobs(c *gin.Context) error {
 			if !ok {
 				wake = nil // hub dropped us: fall back to polling
 			}
+		case <-due:
 		case <-ticker.C:
 		case <-timer.C:
 		}

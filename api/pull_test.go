@@ -16,7 +16,7 @@ import (
 
 // pullSub creates a pull subscription to order.created with the given mode
 // and retry.maxAttempts and returns its id.
-func pullSub(t *testing.T, s *testServer, mode string, maxAttempts int) string {
+func pullSub(t testing.TB, s *testServer, mode string, maxAttempts int) string {
 	t.Helper()
 	resp, got := s.do(t, http.MethodPost, "/api/subscriptions", map[string]any{
 		"code": "puller", "eventTypes": []any{map[string]any{"eventTypeCode": "order.created"}},
@@ -36,7 +36,7 @@ func newPullServer(t *testing.T, mode string, maxAttempts int) (*testServer, str
 
 // ingestOrder posts one order.created event with the given extensions and
 // returns the id of its one dispatch job.
-func ingestOrder(t *testing.T, s *testServer, id string, ext ...string) string {
+func ingestOrder(t testing.TB, s *testServer, id string, ext ...string) string {
 	t.Helper()
 	ev := map[string]any{"specversion": "1.0", "id": id, "source": "/test", "type": "order.created", "data": map[string]any{"n": id}}
 	for i := 0; i+1 < len(ext); i += 2 {
@@ -50,7 +50,7 @@ func ingestOrder(t *testing.T, s *testServer, id string, ext ...string) string {
 }
 
 // claim calls the claim endpoint and returns the status and claimed jobs.
-func claim(t *testing.T, s *testServer, sub, worker, query string) (int, []map[string]any) {
+func claim(t testing.TB, s *testServer, sub, worker, query string) (int, []map[string]any) {
 	t.Helper()
 	resp, got := s.do(t, http.MethodGet, "/api/subscriptions/"+sub+"/jobs/next?worker_id="+worker+query, nil)
 	if resp.StatusCode != http.StatusOK {
@@ -71,7 +71,7 @@ func claimedIDs(items []map[string]any) []string {
 	return ids
 }
 
-func report(t *testing.T, s *testServer, job, verb, worker string, extra ...any) (int, map[string]any) {
+func report(t testing.TB, s *testServer, job, verb, worker string, extra ...any) (int, map[string]any) {
 	t.Helper()
 	body := map[string]any{"workerId": worker, "executionTimeMs": 12}
 	for i := 0; i+1 < len(extra); i += 2 {

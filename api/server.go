@@ -86,6 +86,8 @@ type Server struct {
 	engine *gin.Engine
 	// workers remembers the pull workers seen (api/pull.go).
 	workers *workerRegistry
+	// pullDue wakes long-polling claims when a due pull job is stored here.
+	pullDue *dueSignal
 }
 
 // New returns a Server with every route registered.
@@ -107,7 +109,7 @@ func New(cfg Config) *Server {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
-	s := &Server{cfg: cfg, engine: e, workers: newWorkerRegistry()}
+	s := &Server{cfg: cfg, engine: e, workers: newWorkerRegistry(), pullDue: &dueSignal{}}
 	// Order: the request id first (so every later log line carries it),
 	// then the access log and metrics, then panic recovery, innermost, so a
 	// panic is logged and counted as the 500 it becomes.
