@@ -132,3 +132,45 @@ func TestRunBacksOffOnErrors(t *testing.T) {
 	require.Positive(t, calls)
 	require.LessOrEqual(t, calls, 5, "backoff 50+100+200 ms bounds the calls in 300 ms")
 }
+
+// TestRunHeartbeatsWhileHandlerRuns: while a handler runs, the client
+// extends the job's lease: the stored lease moves forward before the
+// handler returns.
+func TestRunHeartbeatsWhileHandlerRuns(t *testing.T) {
+	t.Parallel()
+	base, st, sub := gateway(t)
+	post(t, base+"/api/events", `{"specversion":"1.0","id":"hb-1","source":"/t","type":"order.created","data":{}}`, "application/cloudevents+json")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	extended := make(chan struct{})
+	c := &worker.Client{BaseURL: base, SubscriptionID: sub, WorkerID: "test:hb", Wait: time.Second, HeartbeatInterval: 20 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Run(ctx, func(ctx context.Context, j *worker.Job) error {
+			first := j.LeaseExpiresAt
+			if first == nil {
+				return errors.New("claimed job has no lease")
+			}
+			deadline := time.After(10 * time.Second)
+			for {
+				stored, err := st.JobGetByID(ctx, j.ID)
+				if err == nil && stored.LeaseExpiresAt != nil && stored.LeaseExpiresAt.After(*first) {
+					close(extended)
+					return nil
+				}
+				select {
+				case <-deadline:
+					return errors.New("lease never extended")
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+		})
+	}()
+	select {
+	case <-extended:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the client sent no heartbeat that extended the lease")
+	}
+	cancel()
+	require.NoError(t, <-done)
+}
