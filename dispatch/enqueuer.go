@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hooklane/hooklane/queue"
@@ -21,12 +22,68 @@ type EnqueuerStore interface {
 // truth: a job whose send fails goes back to PENDING (due at once), so the
 // pending poller sends it again; if even that write fails, the stale-queued
 // poller finds the job later. Nothing is lost either way.
+//
+// When a send fails as a whole (the queue is unreachable), the Enqueuer
+// stops trying for a cooldown that doubles from BreakerCooldownMin up to
+// BreakerCooldownMax: meanwhile jobs go straight back to PENDING, so ingest
+// keeps answering at store speed instead of waiting on the queue client's
+// retries for every request; the first send after the cooldown probes the
+// queue. The zero value of the breaker is closed.
 type Enqueuer struct {
 	Queue   queue.Queue
 	Store   EnqueuerStore
 	NewID   func() string
 	NowFunc func() time.Time
 	Logger  *slog.Logger
+
+	mu        sync.Mutex
+	openUntil time.Time
+	cooldown  time.Duration
+}
+
+// Breaker cooldowns: long enough to spare producers the wait on a queue
+// that is down, short enough that a recovered queue is used again within
+// seconds (the pending poller sends what waited meanwhile).
+const (
+	BreakerCooldownMin = time.Second
+	BreakerCooldownMax = 30 * time.Second
+)
+
+func (e *Enqueuer) logger() *slog.Logger {
+	if e.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return e.Logger
+}
+
+func (e *Enqueuer) now() time.Time {
+	if e.NowFunc == nil {
+		return time.Now()
+	}
+	return e.NowFunc()
+}
+
+// open reports whether sends are skipped at now.
+func (e *Enqueuer) open(now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return now.Before(e.openUntil)
+}
+
+// trip opens the breaker after a failed send.
+func (e *Enqueuer) trip(now time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cooldown = min(max(e.cooldown*2, BreakerCooldownMin), BreakerCooldownMax)
+	e.openUntil = now.Add(e.cooldown)
+}
+
+// reset closes the breaker after a send went through.
+func (e *Enqueuer) reset() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cooldown = 0
+	e.openUntil = time.Time{}
 }
 
 // Message returns the queue message for a QUEUED job. The dedup id includes
@@ -53,15 +110,23 @@ func (e *Enqueuer) Enqueue(ctx context.Context, jobs []*Job) (int, error) {
 		for i, j := range batch {
 			msgs[i] = Message(j)
 		}
-		results, err := e.Queue.SendBatch(ctx, msgs)
-		if err != nil {
-			e.Logger.WarnContext(ctx, "queue send failed", "jobs", len(batch), "error", err)
+		if e.open(e.now()) {
 			failed = append(failed, batch...)
 			continue
 		}
+		results, err := e.Queue.SendBatch(ctx, msgs)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.trip(e.now())
+			}
+			e.logger().WarnContext(ctx, "queue send failed", "jobs", len(batch), "error", err)
+			failed = append(failed, batch...)
+			continue
+		}
+		e.reset()
 		for i, r := range results {
 			if r.Err != nil {
-				e.Logger.WarnContext(ctx, "queue send entry failed", "job_id", batch[i].ID, "error", r.Err)
+				e.logger().WarnContext(ctx, "queue send entry failed", "job_id", batch[i].ID, "error", r.Err)
 				failed = append(failed, batch[i])
 			}
 		}
@@ -78,7 +143,7 @@ func (e *Enqueuer) Enqueue(ctx context.Context, jobs []*Job) (int, error) {
 // backToPending moves a job whose send failed from QUEUED to PENDING, due
 // at once. A job that moved on meanwhile is left alone.
 func (e *Enqueuer) backToPending(ctx context.Context, j *Job) error {
-	now := e.NowFunc()
+	now := e.now()
 	if err := j.Transition(StatusPending, now); err != nil {
 		return nil //nolint:nilerr // the job moved on; nothing to undo
 	}
