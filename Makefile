@@ -22,6 +22,7 @@ test: ## Run the whole suite as CI does: Chromium (browser test), local stack, v
 	eval "$$(bash localstack/stack.sh env)"; \
 	$(MAKE) --no-print-directory verify; \
 	$(GO) test -race -count=1 -timeout 40m $(PKGS); \
+	$(GO) run ./cmd/hooklane bench --short; \
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m $(PKGS)
 
 test/race: ## Race-enabled tests only (expects the local stack: make stack/start)

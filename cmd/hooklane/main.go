@@ -45,6 +45,14 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			return 1
 		}
 		return 0
+	case "bench":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := benchCmd(ctx, args[1:], stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "hooklane: %v\n", err)
+			return 1
+		}
+		return 0
 	case "config-doc":
 		configDoc(stdout)
 		return 0
@@ -66,6 +74,7 @@ func usage(w io.Writer) {
 commands:
   serve        run the gateway (see hooklane serve -h for every setting)
   receive      run a development webhook receiver that prints deliveries
+  bench        measure throughput, latency and cost on this machine (hooklane bench -h)
   version      print the version
   config-doc   print the configuration reference (the README's table)
 `)

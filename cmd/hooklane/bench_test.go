@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/bench"
+)
+
+func TestBenchShortAgainstTheInProcessGateway(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "bench.json")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "--short", "--duration", "500ms", "--json", path}, func(string) string { return "" }, &stdout, &stderr)
+	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr.String(), stdout.String())
+	require.Contains(t, stdout.String(), "ceiling (no-op loopback HTTP)")
+
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var rep bench.Report
+	require.NoError(t, json.Unmarshal(raw, &rep))
+	require.Empty(t, rep.Problems())
+	require.NotEmpty(t, rep.Ceiling)
+	for _, c := range rep.Ceiling {
+		require.Positive(t, c.RequestsPerSec)
+	}
+	require.Len(t, rep.Ingest, 2, "single events and batches at one concurrency")
+	for _, i := range rep.Ingest {
+		require.Positive(t, i.EventsPerSec)
+		require.Positive(t, i.DeliveredPerSec)
+		require.Equal(t, i.Events, i.Delivered, "every accepted event delivered (batch %d)", i.Batch)
+		require.Positive(t, i.RatioToCeiling)
+	}
+	require.Len(t, rep.Latency, 1)
+	l := rep.Latency[0]
+	require.Equal(t, l.Scheduled, l.Accepted)
+	require.Equal(t, l.Accepted, l.Delivered)
+	require.Positive(t, l.P50Ms)
+	require.LessOrEqual(t, l.P50Ms, l.P90Ms)
+	require.LessOrEqual(t, l.P90Ms, l.P99Ms)
+	require.LessOrEqual(t, l.P99Ms, l.P999Ms)
+	require.Positive(t, rep.PeakRSSBytes)
+}
