@@ -790,12 +790,22 @@ func TestStreamTwoInstancesOverMongoDB(t *testing.T) {
 
 	// One job, its transitions written alternately by the two instances,
 	// each after the previous one committed (as version-checked writes are).
+	// Each instance has its own id generator, so two transitions made in the
+	// same millisecond on different instances would be ordered by the ids'
+	// random part: the stream's per-job causal order across instances rests
+	// on consecutive transitions of a job being at least a millisecond apart
+	// (each needs a store round trip and a version check) and on clock skew
+	// staying below that gap. The pause makes the test honour that premise
+	// instead of racing the clock.
 	var want []string
 	written := map[string]time.Time{}
 	for i, typ := range []string{stream.TypeDispatchCreated, stream.TypeDispatchQueued, stream.TypeDispatchStarted, stream.TypeDispatchCompleted} {
 		in := a
 		if i%2 == 1 {
 			in = b
+		}
+		if i > 0 {
+			time.Sleep(2 * time.Millisecond)
 		}
 		e := in.newEvent(typ, "job-x")
 		in.write(t, e)
