@@ -155,7 +155,7 @@ func (s *Store) EventGetByID(ctx context.Context, id string) (*ingest.StoredEven
 	if err := s.events.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&doc); err != nil {
 		return nil, fmt.Errorf("get event %s: %w", id, translate(ctx, err))
 	}
-	e, err := doc.toDomain()
+	e, err := doc.asDomain()
 	if err != nil {
 		return nil, fmt.Errorf("get event %s: %w", id, err)
 	}
@@ -190,7 +190,7 @@ func (s *Store) EventList(ctx context.Context, p *ingest.EventListParams) (*inge
 	}
 	page := &ingest.EventPage{Events: make([]*ingest.StoredEvent, len(docs)), NextCursor: next}
 	for i := range docs {
-		if page.Events[i], err = docs[i].toDomain(); err != nil {
+		if page.Events[i], err = docs[i].asDomain(); err != nil {
 			return nil, fmt.Errorf("list events: %w", err)
 		}
 	}
@@ -217,7 +217,7 @@ func (s *Store) EventListNotFannedOut(ctx context.Context, p *ingest.EventListNo
 	}
 	out := make([]*ingest.StoredEvent, len(docs))
 	for i := range docs {
-		if out[i], err = docs[i].toDomain(); err != nil {
+		if out[i], err = docs[i].asDomain(); err != nil {
 			return nil, fmt.Errorf("list events not fanned out: %w", err)
 		}
 	}

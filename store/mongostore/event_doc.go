@@ -83,7 +83,7 @@ func toEventDoc(e *ingest.StoredEvent) (*eventDoc, error) {
 	return d, nil
 }
 
-func (d *eventDoc) toDomain() (*ingest.StoredEvent, error) {
+func (d *eventDoc) asDomain() (*ingest.StoredEvent, error) {
 	c := &d.Event
 	e := &ingest.StoredEvent{
 		ID:            d.ID,

@@ -60,7 +60,7 @@ func toEventTypeDoc(t *schema.EventType) *eventTypeDoc {
 	}
 }
 
-func (d *eventTypeDoc) toDomain() *schema.EventType {
+func (d *eventTypeDoc) asDomain() *schema.EventType {
 	return &schema.EventType{
 		Code:        d.Code,
 		Name:        d.Name,
@@ -111,7 +111,7 @@ func (s *Store) EventTypeGet(ctx context.Context, code string) (*schema.EventTyp
 	if err := s.eventTypes.FindOne(ctx, bson.D{{Key: "_id", Value: code}}).Decode(&doc); err != nil {
 		return nil, fmt.Errorf("get event type %s: %w", code, translate(ctx, err))
 	}
-	return doc.toDomain(), nil
+	return doc.asDomain(), nil
 }
 
 // EventTypeList returns one page of types ordered by code; the cursor is the
@@ -147,7 +147,7 @@ func (s *Store) EventTypeList(ctx context.Context, p *schema.ListParams) (*schem
 	}
 	page.EventTypes = make([]*schema.EventType, len(docs))
 	for i := range docs {
-		page.EventTypes[i] = docs[i].toDomain()
+		page.EventTypes[i] = docs[i].asDomain()
 	}
 	return page, nil
 }

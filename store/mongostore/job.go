@@ -59,7 +59,7 @@ func (s *Store) JobGetByID(ctx context.Context, id string) (*dispatch.Job, error
 	if err := s.jobs.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&doc); err != nil {
 		return nil, fmt.Errorf("get job %s: %w", id, translate(ctx, err))
 	}
-	return doc.toDomain(), nil
+	return doc.asDomain(), nil
 }
 
 // JobGetMany returns the jobs with the given ids that exist, in no
@@ -112,7 +112,7 @@ func (s *Store) JobList(ctx context.Context, p *dispatch.JobListParams) (*dispat
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
-	return &dispatch.JobPage{Jobs: jobsToDomain(docs), NextCursor: next}, nil
+	return &dispatch.JobPage{Jobs: jobsAsDomain(docs), NextCursor: next}, nil
 }
 
 // JobUpdate replaces the stored job when its version is p.Job.Version (a
@@ -237,13 +237,13 @@ func (s *Store) findJobs(ctx context.Context, filter bson.D, opts ...options.Lis
 	if err != nil {
 		return nil, err
 	}
-	return jobsToDomain(docs), nil
+	return jobsAsDomain(docs), nil
 }
 
-func jobsToDomain(docs []jobDoc) []*dispatch.Job {
+func jobsAsDomain(docs []jobDoc) []*dispatch.Job {
 	out := make([]*dispatch.Job, len(docs))
 	for i := range docs {
-		out[i] = docs[i].toDomain()
+		out[i] = docs[i].asDomain()
 	}
 	return out
 }

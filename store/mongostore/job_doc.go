@@ -125,7 +125,7 @@ func toJobDoc(j *dispatch.Job) *jobDoc {
 	return d
 }
 
-func (d *jobDoc) toDomain() *dispatch.Job {
+func (d *jobDoc) asDomain() *dispatch.Job {
 	j := &dispatch.Job{
 		ID:             d.ID,
 		Kind:           dispatch.Kind(d.Kind),

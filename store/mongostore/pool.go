@@ -37,7 +37,7 @@ func toPoolDoc(p *dispatch.Pool) *poolDoc {
 	}
 }
 
-func (d *poolDoc) toDomain() *dispatch.Pool {
+func (d *poolDoc) asDomain() *dispatch.Pool {
 	return &dispatch.Pool{
 		ID:            d.ID,
 		Code:          d.Code,
@@ -89,7 +89,7 @@ func (s *Store) poolFind(ctx context.Context, filter bson.D) (*dispatch.Pool, er
 	if err := s.pools.FindOne(ctx, filter).Decode(&doc); err != nil {
 		return nil, translate(ctx, err)
 	}
-	return doc.toDomain(), nil
+	return doc.asDomain(), nil
 }
 
 // PoolList returns every pool, ordered by code.
@@ -103,7 +103,7 @@ func (s *Store) PoolList(ctx context.Context) ([]*dispatch.Pool, error) {
 	}
 	out := make([]*dispatch.Pool, len(docs))
 	for i := range docs {
-		out[i] = docs[i].toDomain()
+		out[i] = docs[i].asDomain()
 	}
 	return out, nil
 }

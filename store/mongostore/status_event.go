@@ -66,7 +66,7 @@ func toStatusEventDoc(e *stream.Event) statusEventDoc {
 	}
 }
 
-func (d *statusEventDoc) toDomain() stream.Event {
+func (d *statusEventDoc) asDomain() stream.Event {
 	x := d.Data
 	return stream.Event{
 		ID:      d.ID,
@@ -159,7 +159,7 @@ func (s *Store) StatusEventListAfter(ctx context.Context, p *stream.ListAfterPar
 	if err != nil {
 		return nil, fmt.Errorf("list status events after %q: %w", p.AfterID, err)
 	}
-	return statusEventsToDomain(docs), nil
+	return statusEventsAsDomain(docs), nil
 }
 
 // StatusEventListBySubject returns the events of one job or event, in
@@ -173,7 +173,7 @@ func (s *Store) StatusEventListBySubject(ctx context.Context, subject string) ([
 	if err != nil {
 		return nil, fmt.Errorf("list status events of %s: %w", subject, err)
 	}
-	return statusEventsToDomain(docs), nil
+	return statusEventsAsDomain(docs), nil
 }
 
 // StatusEventDeleteBefore deletes up to limit events older than before,
@@ -191,10 +191,10 @@ func (s *Store) StatusEventDeleteBefore(ctx context.Context, before time.Time, l
 	return n, nil
 }
 
-func statusEventsToDomain(docs []statusEventDoc) []stream.Event {
+func statusEventsAsDomain(docs []statusEventDoc) []stream.Event {
 	out := make([]stream.Event, len(docs))
 	for i := range docs {
-		out[i] = docs[i].toDomain()
+		out[i] = docs[i].asDomain()
 	}
 	return out
 }

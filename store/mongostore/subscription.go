@@ -120,7 +120,7 @@ func toSubscriptionDoc(s *subscription.Subscription) *subscriptionDoc {
 	return d
 }
 
-func (d *subscriptionDoc) toDomain() *subscription.Subscription {
+func (d *subscriptionDoc) asDomain() *subscription.Subscription {
 	return &subscription.Subscription{
 		ID:          d.ID,
 		Code:        d.Code,
@@ -185,7 +185,7 @@ func (s *Store) SubscriptionGetByID(ctx context.Context, id string) (*subscripti
 	if err := s.subscriptions.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&doc); err != nil {
 		return nil, fmt.Errorf("get subscription %s: %w", id, translate(ctx, err))
 	}
-	return doc.toDomain(), nil
+	return doc.asDomain(), nil
 }
 
 // SubscriptionList returns one page of subscriptions, newest (highest id)
@@ -215,7 +215,7 @@ func (s *Store) SubscriptionList(ctx context.Context, p *subscription.ListParams
 	}
 	page := &subscription.Page{Subscriptions: make([]*subscription.Subscription, len(docs)), NextCursor: next}
 	for i := range docs {
-		page.Subscriptions[i] = docs[i].toDomain()
+		page.Subscriptions[i] = docs[i].asDomain()
 	}
 	return page, nil
 }
@@ -231,7 +231,7 @@ func (s *Store) SubscriptionListAll(ctx context.Context) ([]*subscription.Subscr
 	}
 	out := make([]*subscription.Subscription, len(docs))
 	for i := range docs {
-		out[i] = docs[i].toDomain()
+		out[i] = docs[i].asDomain()
 	}
 	return out, nil
 }
