@@ -2,22 +2,19 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/api"
-	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/pipelinetest"
 	"github.com/hooklane/hooklane/queue/memqueue"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/store/sqlitestore"
@@ -46,25 +43,8 @@ type testServer struct {
 // Ingest, Subscriptions and Registry fields are already set.
 func newTestServer(t testing.TB, cfg func(*api.Config)) *testServer {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(t.TempDir(), "hooklane.db")})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	q := memqueue.New(memqueue.Config{})
-	t.Cleanup(func() { require.NoError(t, q.Close()) })
-
-	ids := idgen.New(nil)
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	require.NoError(t, st.PoolInsert(ctx, &dispatch.Pool{
-		ID: ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default pool", Burst: 1,
-		Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now,
-	}))
-
-	subs := subscription.NewCache(subscription.CacheConfig{Store: st})
-	t.Cleanup(subs.Close)
-	registry := schema.NewRegistry(schema.RegistryConfig{Store: st})
-	enq := &dispatch.Enqueuer{Queue: q, Store: st, NewID: ids.New, NowFunc: time.Now}
-	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Enqueuer: enq, IDs: ids})
+	p := pipelinetest.New(t, pipelinetest.Config{DefaultPool: true})
+	st, q, ids, subs, registry, enq, svc := p.Store, p.Queue, p.IDs, p.Subs, p.Registry, p.Enqueuer, p.Ingest
 	c := api.Config{
 		Store: st, Queue: q, Ingest: svc, Enqueuer: enq,
 		Limits:        ingest.Limits{MaxEventBytes: 256 << 10, MaxRequestBytes: 4 << 20, MaxBatch: 100},

@@ -3,13 +3,13 @@ package dispatch_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hooklane/hooklane/clocktest"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/queue/memqueue"
@@ -32,24 +32,6 @@ func (q *switchableQueue) SendBatch(ctx context.Context, msgs []queue.OutMessage
 	return q.Queue.SendBatch(ctx, msgs)
 }
 
-// testClock is a settable clock.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // TestEnqueuerBreaker: once a send fails as a whole, later sends skip the
 // queue during the cooldown (jobs go straight back to PENDING), the cooldown
 // doubles while the queue stays down, and a send after it probes the queue
@@ -58,7 +40,7 @@ func TestEnqueuerBreaker(t *testing.T) {
 	t.Parallel()
 	env := newReleaseEnv(t)
 	q := &switchableQueue{Queue: env.q}
-	clk := &testClock{now: time.Now()}
+	clk := clocktest.New(time.Now())
 	enq := &dispatch.Enqueuer{Queue: q, Store: env.st, NewID: env.ids.New, NowFunc: clk.Now}
 	ctx := context.Background()
 	queued := func() *dispatch.Job { return env.job(t, "sub", "", dispatch.StatusQueued, "") }
@@ -70,7 +52,7 @@ func TestEnqueuerBreaker(t *testing.T) {
 	require.EqualValues(t, 1, q.sends.Load())
 
 	// Within the first cooldown (1 s) the queue is not tried.
-	clk.Add(500 * time.Millisecond)
+	clk.Advance(500 * time.Millisecond)
 	j := queued()
 	failed, err = enq.Enqueue(ctx, []*dispatch.Job{j})
 	require.NoError(t, err)
@@ -81,16 +63,16 @@ func TestEnqueuerBreaker(t *testing.T) {
 	require.Equal(t, dispatch.StatusPending, stored.Status, "a skipped job waits PENDING for the pending poller")
 
 	// After it, one probe; still down, so the cooldown doubles to 2 s.
-	clk.Add(600 * time.Millisecond)
+	clk.Advance(600 * time.Millisecond)
 	_, _ = enq.Enqueue(ctx, []*dispatch.Job{queued()})
 	require.EqualValues(t, 2, q.sends.Load())
-	clk.Add(1500 * time.Millisecond)
+	clk.Advance(1500 * time.Millisecond)
 	_, _ = enq.Enqueue(ctx, []*dispatch.Job{queued()})
 	require.EqualValues(t, 2, q.sends.Load(), "still inside the doubled cooldown")
 
 	// The queue is back: the next probe goes through and closes the breaker.
 	q.down.Store(false)
-	clk.Add(time.Second)
+	clk.Advance(time.Second)
 	failed, err = enq.Enqueue(ctx, []*dispatch.Job{queued()})
 	require.NoError(t, err)
 	require.Zero(t, failed)

@@ -7,19 +7,15 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
-	"github.com/hooklane/hooklane/queue/memqueue"
+	"github.com/hooklane/hooklane/pipelinetest"
 	"github.com/hooklane/hooklane/schema"
-	"github.com/hooklane/hooklane/store/sqlitestore"
 	"github.com/hooklane/hooklane/subscription"
 )
 
@@ -141,12 +137,8 @@ type pipeline struct {
 func newPipeline(tb testing.TB) *pipeline {
 	tb.Helper()
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(tb.TempDir(), "fuzz.db")})
-	require.NoError(tb, err)
-	tb.Cleanup(func() { require.NoError(tb, st.Close()) })
-	q := memqueue.New(memqueue.Config{})
-	tb.Cleanup(func() { require.NoError(tb, q.Close()) })
-	ids := idgen.New(nil)
+	p := pipelinetest.New(tb, pipelinetest.Config{})
+	st, ids := p.Store, p.IDs
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	orderSchema := json.RawMessage(`{"type":"object","required":["amount","currency"],"additionalProperties":false,
 		"properties":{"amount":{"type":"number","minimum":0},"currency":{"enum":["EUR","USD"]},"email":{"type":"string","format":"email"},
@@ -179,11 +171,7 @@ func newPipeline(tb testing.TB) *pipeline {
 		require.Empty(tb, sub.Validate())
 		require.NoError(tb, st.SubscriptionInsert(ctx, sub))
 	}
-	subs := subscription.NewCache(subscription.CacheConfig{Store: st})
-	tb.Cleanup(subs.Close)
-	registry := schema.NewRegistry(schema.RegistryConfig{Store: st})
-	enq := &dispatch.Enqueuer{Queue: q, Store: st, NewID: ids.New, NowFunc: time.Now}
-	return &pipeline{svc: ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Enqueuer: enq, IDs: ids})}
+	return &pipeline{svc: p.Ingest}
 }
 
 // FuzzIngestPipeline runs Parse and Service.Ingest over real adapters: no

@@ -2,17 +2,16 @@ package ingest_test
 
 import (
 	"context"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hooklane/hooklane/clocktest"
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/pipelinetest"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/queue/memqueue"
 	"github.com/hooklane/hooklane/schema"
@@ -20,55 +19,26 @@ import (
 	"github.com/hooklane/hooklane/subscription"
 )
 
-// clock is a settable test clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 type serviceBundle struct {
 	svc   *ingest.Service
 	store *sqlitestore.Store
 	queue *memqueue.Queue
-	clock *clock
+	clock *clocktest.Clock
 	sub   *subscription.Subscription
 }
 
 func setupService(t *testing.T) *serviceBundle {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(t.TempDir(), "svc.db")})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	q := memqueue.New(memqueue.Config{})
-	t.Cleanup(func() { require.NoError(t, q.Close()) })
-	clk := &clock{now: time.Now().UTC().Truncate(time.Millisecond)}
-	ids := idgen.New(clk.Now)
+	clk := clocktest.New(time.Now().UTC().Truncate(time.Millisecond))
+	p := pipelinetest.New(t, pipelinetest.Config{NowFunc: clk.Now})
+	st, ids := p.Store, p.IDs
 	require.NoError(t, st.EventTypeInsert(ctx, &schema.EventType{Code: "shop.order.created", Name: "x", Status: schema.TypeCurrent, CreatedAt: clk.Now(), UpdatedAt: clk.Now()}))
 	sub := &subscription.Subscription{ID: ids.New(), Code: "orders", EventTypes: []subscription.Binding{{EventTypeCode: "shop.order.created"}},
 		Target: "http://127.0.0.1:9/hook", CreatedAt: clk.Now(), UpdatedAt: clk.Now()}
 	sub.ApplyDefaults()
 	require.NoError(t, st.SubscriptionInsert(ctx, sub))
-	subs := subscription.NewCache(subscription.CacheConfig{Store: st})
-	t.Cleanup(subs.Close)
-	enq := &dispatch.Enqueuer{Queue: q, Store: st, NewID: ids.New, NowFunc: clk.Now}
-	svc := ingest.New(ingest.Config{
-		Store: st, Validator: schema.NewRegistry(schema.RegistryConfig{Store: st}), Matcher: subs,
-		Enqueuer: enq, IDs: ids, NowFunc: clk.Now,
-	})
-	return &serviceBundle{svc: svc, store: st, queue: q, clock: clk, sub: sub}
+	return &serviceBundle{svc: p.Ingest, store: st, queue: p.Queue, clock: clk, sub: sub}
 }
 
 func orderEvent() cloudevent.Event {
@@ -100,14 +70,14 @@ func TestDuplicateResendsJobsNeverSent(t *testing.T) {
 
 	// A retry right away does not resend: the first request may still be
 	// sending.
-	b.clock.Add(time.Second)
+	b.clock.Advance(time.Second)
 	res, err := b.svc.Ingest(ctx, &ingest.Request{Mode: ingest.ModeStructured, Events: []cloudevent.Event{orderEvent()}})
 	require.NoError(t, err)
 	require.True(t, res[0].Duplicate)
 	require.Empty(t, receive())
 
 	// A later retry sends the job that never reached the queue.
-	b.clock.Add(10 * time.Second)
+	b.clock.Advance(10 * time.Second)
 	res, err = b.svc.Ingest(ctx, &ingest.Request{Mode: ingest.ModeStructured, Events: []cloudevent.Event{orderEvent()}})
 	require.NoError(t, err)
 	require.True(t, res[0].Duplicate)

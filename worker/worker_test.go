@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,12 +17,9 @@ import (
 
 	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
-	"github.com/hooklane/hooklane/queue/memqueue"
-	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/pipelinetest"
 	"github.com/hooklane/hooklane/store/sqlitestore"
-	"github.com/hooklane/hooklane/subscription"
 	"github.com/hooklane/hooklane/worker"
 )
 
@@ -34,18 +30,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // subscription id.
 func gateway(t *testing.T) (string, *sqlitestore.Store, string) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(t.TempDir(), "h.db")})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	q := memqueue.New(memqueue.Config{})
-	t.Cleanup(func() { require.NoError(t, q.Close()) })
-	ids := idgen.New(nil)
-	subs := subscription.NewCache(subscription.CacheConfig{Store: st})
-	t.Cleanup(subs.Close)
-	registry := schema.NewRegistry(schema.RegistryConfig{Store: st})
-	enq := &dispatch.Enqueuer{Queue: q, Store: st, NewID: ids.New, NowFunc: time.Now}
-	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Enqueuer: enq, IDs: ids})
+	p := pipelinetest.New(t, pipelinetest.Config{})
+	st, q, ids, subs, registry, enq, svc := p.Store, p.Queue, p.IDs, p.Subs, p.Registry, p.Enqueuer, p.Ingest
 	srv := httptest.NewServer(api.New(api.Config{
 		Store: st, Queue: q, Ingest: svc, Enqueuer: enq, Subscriptions: subs, Registry: registry, IDs: ids,
 		Limits: ingest.Limits{MaxEventBytes: 256 << 10, MaxRequestBytes: 4 << 20, MaxBatch: 100},

@@ -3,42 +3,24 @@ package memqueue_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hooklane/hooklane/clocktest"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/queue/memqueue"
 )
 
-// clock is a manually advanced clock for Config.NowFunc.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 type testBundle struct {
 	q     *memqueue.Queue
-	clock *clock
+	clock *clocktest.Clock
 }
 
 func setup(t *testing.T, cfg memqueue.Config) *testBundle {
 	t.Helper()
-	c := &clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	c := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	cfg.NowFunc = c.Now
 	q := memqueue.New(cfg)
 	t.Cleanup(func() { _ = q.Close() })
