@@ -409,24 +409,37 @@ func TestFaultGatewayKilledEmbedded(t *testing.T) {
 	bin := hooklaneBinary.get(t)
 	recv := newCountingReceiver(t)
 	env := faultEnv(map[string]string{"HOOKLANE_DATA_DIR": t.TempDir()})
-	p := startProcess(t, bin, "embedded", env)
+	killUnderLoad(t, bin, "embedded", env, recv, killLoad{total: 3000, posters: 8, batch: 10, deliverWithin: 60 * time.Second})
+}
+
+// killLoad sizes a kill-under-load scenario.
+type killLoad struct {
+	total, posters, batch int
+	deliverWithin         time.Duration
+}
+
+// killUnderLoad starts a gateway, posts load.total events, SIGKILLs the
+// gateway after 40 % were accepted, restarts it with the same environment,
+// and requires every accepted event to reach the receiver.
+func killUnderLoad(t *testing.T, bin, name string, env map[string]string, recv *countingReceiver, load killLoad) {
+	t.Helper()
+	p := startProcess(t, bin, name, env)
 	typ, probe := setupFault(t, p, recv)
-	const total = 3000
 	l := newFaultLoad(t, typ, p, probe)
 	loaded := make(chan struct{})
 	go func() {
 		defer close(loaded)
-		l.run(t.Context(), 8, 10, total, 0)
+		l.run(t.Context(), load.posters, load.batch, load.total, 0)
 	}()
-	l.waitAccepted(t, total*2/5, 60*time.Second)
+	l.waitAccepted(t, int64(load.total*2/5), 60*time.Second)
 	p.kill()
 	t.Logf("killed the gateway after %d accepted events", l.count.Load())
-	l.target.Store(startProcess(t, bin, "embedded-restarted", env))
+	l.target.Store(startProcess(t, bin, name+"-restarted", env))
 	<-loaded
 	accepted, others, _ := l.snapshot()
-	require.Len(t, accepted, total+1)
+	require.Len(t, accepted, load.total+1)
 	t.Logf("answers other than 201/200 while it was down: %v", others)
-	requireDelivered(t, recv, accepted, 60*time.Second)
+	requireDelivered(t, recv, accepted, load.deliverWithin)
 }
 
 // TestFaultGatewayKilledMongoSQS kills a gateway on MongoDB and SQS (a
@@ -446,24 +459,8 @@ func TestFaultGatewayKilledMongoSQS(t *testing.T) {
 	env := faultEnv(sqsEnv(endpoint, url))
 	env["HOOKLANE_MONGO_URI"] = mongoURI
 	env["HOOKLANE_MONGO_DATABASE"] = "hooklane_fault_" + faultSuffix()
-	p := startProcess(t, bin, "mongo-sqs", env)
-	typ, probe := setupFault(t, p, recv)
-	const total = 300 // FerretDB is slow: a small load
-	l := newFaultLoad(t, typ, p, probe)
-	loaded := make(chan struct{})
-	go func() {
-		defer close(loaded)
-		l.run(t.Context(), 4, 5, total, 0)
-	}()
-	l.waitAccepted(t, total*2/5, 60*time.Second)
-	p.kill()
-	t.Logf("killed the gateway after %d accepted events", l.count.Load())
-	l.target.Store(startProcess(t, bin, "mongo-sqs-restarted", env))
-	<-loaded
-	accepted, others, _ := l.snapshot()
-	require.Len(t, accepted, total+1)
-	t.Logf("answers other than 201/200 while it was down: %v", others)
-	requireDelivered(t, recv, accepted, 90*time.Second)
+	// FerretDB is slow: a small load.
+	killUnderLoad(t, bin, "mongo-sqs", env, recv, killLoad{total: 300, posters: 4, batch: 5, deliverWithin: 90 * time.Second})
 }
 
 // TestFaultQueueDown stops a private SQS-compatible server (fauxqs, which
