@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -71,13 +72,14 @@ func TestEventFactoryBodies(t *testing.T) {
 func TestTrackerLatencyFromScheduledTime(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tr := newTracker("p1-", start, 10*time.Millisecond)
+	tr := newTracker("p1-", start, 10*time.Millisecond, 1)
 	// Event 0 was due at start, event 2 at start+20ms.
-	require.True(t, tr.arrive("p1-0", start.Add(3*time.Millisecond)))
-	require.True(t, tr.arrive("p1-2", start.Add(50*time.Millisecond)))
-	require.True(t, tr.arrive("p1-2", start.Add(60*time.Millisecond)), "a duplicate is still this phase's")
-	require.False(t, tr.arrive("p2-1", start), "another phase's event")
-	require.False(t, tr.arrive("p1-x", start))
+	require.True(t, tr.arrive("p1-0", 0, start.Add(3*time.Millisecond)))
+	require.True(t, tr.arrive("p1-2", 0, start.Add(50*time.Millisecond)))
+	require.True(t, tr.arrive("p1-2", 0, start.Add(60*time.Millisecond)), "a duplicate is still this phase's")
+	require.False(t, tr.arrive("p2-1", 0, start), "another phase's event")
+	require.False(t, tr.arrive("p1-x", 0, start))
+	require.False(t, tr.arrive("p1-1", 1, start), "no second subscription in this phase")
 	st := tr.stats()
 	require.Equal(t, int64(2), st.unique)
 	require.Equal(t, int64(1), st.dups)
@@ -92,14 +94,49 @@ func TestTrackerLatencyFromScheduledTime(t *testing.T) {
 	require.False(t, ok, "the third event never arrives")
 }
 
-// fakeGateway accepts the benchmark's setup calls and delivers every
-// ingested event to the subscription's target before answering, the
-// contract of API.md §1, §3 and §6 in the smallest form.
-type fakeGateway struct {
-	mu     sync.Mutex
-	target string
-	drop   bool
+func TestTrackerCountsEachSubscriptionOfAFanOut(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tr := newTracker("f-", start, 10*time.Millisecond, 3)
+	for k := range 3 {
+		require.True(t, tr.arrive("f-1", k, start.Add(time.Duration(12+k)*time.Millisecond)))
+	}
+	require.True(t, tr.arrive("f-1", 2, start.Add(40*time.Millisecond)))
+	require.False(t, tr.arrive("f-1", 3, start))
+	st := tr.stats()
+	require.Equal(t, int64(3), st.unique)
+	require.Equal(t, int64(1), st.dups)
+	// Event 1 was due at start+10ms: each of its webhooks' latency counts from then.
+	require.Equal(t, []time.Duration{2 * time.Millisecond, 3 * time.Millisecond, 4 * time.Millisecond}, tr.latencies())
 }
+
+func TestSoakSummary(t *testing.T) {
+	t.Parallel()
+	s := &SoakResult{Seconds: 60, Samples: []RSSSample{{0, 100}, {20, 110}, {40, 105}, {60, 120}}}
+	s.summarise()
+	require.InDelta(t, 100.0, s.FirstMiB, 1e-9)
+	require.InDelta(t, 120.0, s.LastMiB, 1e-9)
+	require.InDelta(t, 120.0, s.MaxMiB, 1e-9)
+	// Least squares over (0,100) (20,110) (40,105) (60,120): 0.275 MiB/s.
+	require.InDelta(t, 16.5, s.SlopeMiBPerMin, 1e-9)
+
+	long := &SoakResult{Seconds: 300, Samples: []RSSSample{{0, 50}, {30, 200}, {60, 200}, {180, 200}, {300, 200}}}
+	long.summarise()
+	require.InDelta(t, 0.0, long.SlopeMiBPerMin, 1e-9, "the first minute's warm-up is left out of the slope")
+}
+
+// fakeGateway accepts the benchmark's setup calls and delivers every
+// ingested event to the targets of its type's subscriptions before
+// answering, the contract of API.md §1, §3 and §6 in the smallest form.
+type fakeGateway struct {
+	mu      sync.Mutex
+	subs    map[string]fakeSub // by id
+	nextID  int
+	drop    bool // deliver only the even items of a batch
+	creates int
+}
+
+type fakeSub struct{ typ, target string }
 
 func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
@@ -108,15 +145,27 @@ func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusCreated)
 	case r.Method == http.MethodPost && r.URL.Path == "/api/subscriptions":
 		var sub struct {
+			EventTypes []struct {
+				EventTypeCode string `json:"eventTypeCode"`
+			} `json:"eventTypes"`
 			Target string `json:"target"`
 		}
 		_ = json.Unmarshal(body, &sub)
 		g.mu.Lock()
-		g.target = sub.Target
+		if g.subs == nil {
+			g.subs = map[string]fakeSub{}
+		}
+		g.nextID++
+		g.creates++
+		id := fmt.Sprintf("sub%d", g.nextID)
+		g.subs[id] = fakeSub{typ: sub.EventTypes[0].EventTypeCode, target: sub.Target}
 		g.mu.Unlock()
 		w.WriteHeader(http.StatusCreated)
-		_, _ = w.Write([]byte(`{"id":"01JDSUB"}`))
-	case r.Method == http.MethodDelete && r.URL.Path == "/api/subscriptions/01JDSUB":
+		_, _ = fmt.Fprintf(w, `{"id":%q}`, id)
+	case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/api/subscriptions/"):
+		g.mu.Lock()
+		delete(g.subs, strings.TrimPrefix(r.URL.Path, "/api/subscriptions/"))
+		g.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	case r.Method == http.MethodPost && r.URL.Path == "/api/events":
 		var events []json.RawMessage
@@ -125,19 +174,31 @@ func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			events = []json.RawMessage{body}
 		}
-		g.mu.Lock()
-		target, drop := g.target, g.drop
-		g.mu.Unlock()
 		for i, ev := range events {
+			var head struct {
+				Type string `json:"type"`
+			}
+			_ = json.Unmarshal(ev, &head)
+			g.mu.Lock()
+			var targets []string
+			for _, s := range g.subs {
+				if s.typ == head.Type {
+					targets = append(targets, s.target)
+				}
+			}
+			drop := g.drop
+			g.mu.Unlock()
 			if drop && i%2 == 1 {
 				continue
 			}
-			resp, err := http.Post(target, "application/cloudevents+json", bytes.NewReader(ev)) //nolint:noctx // test
-			if err != nil {
-				w.WriteHeader(http.StatusServiceUnavailable)
-				return
+			for _, target := range targets {
+				resp, err := http.Post(target, "application/cloudevents+json", bytes.NewReader(ev)) //nolint:noctx // test
+				if err != nil {
+					w.WriteHeader(http.StatusServiceUnavailable)
+					return
+				}
+				_ = resp.Body.Close()
 			}
-			_ = resp.Body.Close()
 		}
 		w.WriteHeader(http.StatusCreated)
 	default:
@@ -145,7 +206,13 @@ func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func runAgainstFake(t *testing.T, g *fakeGateway) *Report {
+func (g *fakeGateway) subscriptions() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.subs)
+}
+
+func runAgainstFake(t *testing.T, g *fakeGateway, edit func(*Config)) *Report {
 	t.Helper()
 	srv := httptest.NewServer(g)
 	t.Cleanup(func() {
@@ -160,6 +227,12 @@ func runAgainstFake(t *testing.T, g *fakeGateway) *Report {
 	cfg.Connections = []int{2}
 	cfg.Rates = []float64{100}
 	cfg.BatchSize = 5
+	cfg.FanOut = 3
+	cfg.MatchSizes = []int{2, 6}
+	cfg.MatchDuration = 100 * time.Millisecond
+	if edit != nil {
+		edit(&cfg)
+	}
 	rep, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
 	return rep
@@ -167,8 +240,10 @@ func runAgainstFake(t *testing.T, g *fakeGateway) *Report {
 
 func TestRunAgainstAGatewayThatDeliversEverything(t *testing.T) {
 	t.Parallel()
-	rep := runAgainstFake(t, &fakeGateway{})
+	g := &fakeGateway{}
+	rep := runAgainstFake(t, g, nil)
 	require.Empty(t, rep.Problems())
+	require.Empty(t, rep.Notes)
 	require.Len(t, rep.Ceiling, 2)
 	require.Len(t, rep.Ingest, 2)
 	for _, i := range rep.Ingest {
@@ -188,14 +263,78 @@ func TestRunAgainstAGatewayThatDeliversEverything(t *testing.T) {
 	require.LessOrEqual(t, l.P99Ms, l.P999Ms)
 	require.LessOrEqual(t, l.P999Ms, l.MaxMs)
 	require.Positive(t, rep.PeakRSSBytes)
+
+	f := rep.FanOut
+	require.NotNil(t, f)
+	require.Equal(t, 3, f.Subscriptions)
+	require.Positive(t, f.Events)
+	require.Equal(t, 3*f.Events, f.Webhooks)
+	require.Equal(t, f.Webhooks, f.Delivered)
+	require.Positive(t, f.WebhooksPerSec)
+	require.Positive(t, f.WebhooksRatioToCeiling)
+
+	require.Len(t, rep.Matching, 2)
+	require.Equal(t, []int{2, 6}, []int{rep.Matching[0].Subscriptions, rep.Matching[1].Subscriptions})
+	for _, m := range rep.Matching {
+		require.Positive(t, m.Events)
+		require.Equal(t, m.Events, m.Delivered)
+		require.Positive(t, m.IndexMatchMicros)
+		require.Positive(t, m.EventsRatio)
+	}
+	require.InDelta(t, 1.0, rep.Matching[0].EventsRatio, 1e-9)
+	require.Equal(t, 1+3+6, g.creates, "the run's own, the fan-out's and the matching phase's subscriptions")
+	require.Equal(t, 0, g.subscriptions(), "every subscription deleted at the end")
+
 	var table bytes.Buffer
 	require.NoError(t, rep.WriteTable(&table))
 	require.Contains(t, table.String(), "end to end (open loop)")
+	require.Contains(t, table.String(), "fan-out")
+	require.Contains(t, table.String(), "matching scale")
+}
+
+func TestSaturationSearchFindsTheRateThatKeepsUp(t *testing.T) {
+	t.Parallel()
+	// The fake delivers before answering, one request at a time per
+	// connection: with 2 connections for the open loop it cannot exceed a
+	// few thousand events/s, and it keeps up with 100/s.
+	rep := runAgainstFake(t, &fakeGateway{}, func(c *Config) {
+		c.Phases = []string{PhaseLatency, PhaseSaturation}
+		c.SaturationSteps = 3
+		c.SaturationStep = 200 * time.Millisecond
+		c.SaturationP99 = time.Second
+	})
+	require.Empty(t, rep.Problems())
+	sat := rep.Saturation
+	require.NotNil(t, sat)
+	require.Len(t, sat.Steps, 3)
+	require.InDelta(t, 150.0, sat.Steps[0].OfferedPerSec, 1e-9, "half again the highest sustained fixed rate")
+	require.GreaterOrEqual(t, sat.SustainedPerSec, 100.0)
+	for _, s := range sat.Steps {
+		if s.Sustained {
+			require.LessOrEqual(t, s.OfferedPerSec, sat.SustainedPerSec)
+		}
+	}
+	require.Positive(t, sat.RatioToCeiling)
+}
+
+func TestBudgetSkipsWhatDoesNotFit(t *testing.T) {
+	t.Parallel()
+	g := &fakeGateway{}
+	rep := runAgainstFake(t, g, func(c *Config) { c.Budget = 2 * time.Second })
+	require.Empty(t, rep.Problems())
+	require.NotEmpty(t, rep.Notes)
+	require.Contains(t, rep.Notes[0], "skipped: ")
+	require.Contains(t, rep.Notes[0], "time budget")
+	require.Nil(t, rep.FanOut)
+	require.Empty(t, rep.Matching)
+	var table bytes.Buffer
+	require.NoError(t, rep.WriteTable(&table))
+	require.Contains(t, table.String(), "note: ")
 }
 
 func TestRunReportsLostDeliveries(t *testing.T) {
 	t.Parallel()
-	rep := runAgainstFake(t, &fakeGateway{drop: true})
+	rep := runAgainstFake(t, &fakeGateway{drop: true}, func(c *Config) { c.Phases = []string{PhaseIngest} })
 	problems := rep.Problems()
 	require.NotEmpty(t, problems)
 	require.Contains(t, strings.Join(problems, "\n"), "ingest batch 5")

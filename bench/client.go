@@ -50,19 +50,32 @@ func (g *gatewayClient) call(ctx context.Context, method, path string, body any)
 // setup registers the benchmark's event type (kept when it exists) and a
 // subscription of its own pointing at target; it returns the subscription id.
 func (g *gatewayClient) setup(ctx context.Context, runID, target string) (string, error) {
+	if err := g.ensureEventType(ctx, EventType); err != nil {
+		return "", err
+	}
+	return g.subscribe(ctx, "bench-"+runID, EventType, target)
+}
+
+// ensureEventType registers code (kept when it exists).
+func (g *gatewayClient) ensureEventType(ctx context.Context, code string) error {
 	status, raw, err := g.call(ctx, http.MethodPost, "/api/event-types", map[string]any{
-		"code": EventType, "name": "Hooklane benchmark event",
+		"code": code, "name": "Hooklane benchmark event",
 	})
 	if err != nil {
-		return "", fmt.Errorf("create event type: %w", err)
+		return fmt.Errorf("create event type: %w", err)
 	}
 	if status != http.StatusCreated && status != http.StatusConflict {
-		return "", fmt.Errorf("create event type: answered %d: %s", status, raw)
+		return fmt.Errorf("create event type %s: answered %d: %s", code, status, raw)
 	}
-	status, raw, err = g.call(ctx, http.MethodPost, "/api/subscriptions", map[string]any{
-		"code":       "bench-" + runID,
+	return nil
+}
+
+// subscribe creates a subscription to the exact type eventType and returns its id.
+func (g *gatewayClient) subscribe(ctx context.Context, code, eventType, target string) (string, error) {
+	status, raw, err := g.call(ctx, http.MethodPost, "/api/subscriptions", map[string]any{
+		"code":       code,
 		"name":       "Hooklane benchmark",
-		"eventTypes": []map[string]string{{"eventTypeCode": EventType}},
+		"eventTypes": []map[string]string{{"eventTypeCode": eventType}},
 		"target":     target,
 	})
 	if err != nil {

@@ -33,6 +33,7 @@ func contentType(batch int) string {
 type eventFactory struct {
 	source string
 	prefix string
+	typ    string
 	data   []byte
 }
 
@@ -44,7 +45,14 @@ func newEventFactory(runID string, payloadBytes int) *eventFactory {
 	data = append(data, `{"pad":"`...)
 	data = append(data, bytes.Repeat([]byte("x"), pad)...)
 	data = append(data, `"}`...)
-	return &eventFactory{source: "/bench/" + runID, data: data}
+	return &eventFactory{source: "/bench/" + runID, typ: EventType, data: data}
+}
+
+// withType is f with events of type typ.
+func (f *eventFactory) withType(typ string) *eventFactory {
+	c := *f
+	c.typ = typ
+	return &c
 }
 
 func (f *eventFactory) withPrefix(p string) *eventFactory {
@@ -59,7 +67,9 @@ func (f *eventFactory) appendEvent(b []byte, seq int64) []byte {
 	b = strconv.AppendInt(b, seq, 10)
 	b = append(b, `","source":"`...)
 	b = append(b, f.source...)
-	b = append(b, `","type":"`+EventType+`","data":`...)
+	b = append(b, `","type":"`...)
+	b = append(b, f.typ...)
+	b = append(b, `","data":`...)
 	b = append(b, f.data...)
 	return append(b, '}')
 }
@@ -103,11 +113,17 @@ type closedLoopSpec struct {
 	duration   time.Duration
 	now        func() time.Time
 	body       func(seq int64) ([]byte, string)
+	// backlog, when set, is how many accepted events (of n accepted) still
+	// wait for delivery; the loop stops early once it exceeds maxBacklog.
+	backlog    func(accepted int64) int64
+	maxBacklog int64
 }
 
 type loopResult struct {
 	ok, failed int64
 	elapsed    time.Duration
+	// stoppedEarly is true when the backlog cap ended the loop.
+	stoppedEarly bool
 }
 
 func (r loopResult) rate() float64 {
@@ -144,6 +160,7 @@ func closedLoop(ctx context.Context, s closedLoopSpec) (loopResult, error) {
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	per := max(s.perRequest, 1)
 	var seq, ok, failed atomic.Int64
+	var early atomic.Bool
 	start := s.now()
 	deadline := start.Add(s.duration)
 	runCtx, cancel := context.WithDeadline(ctx, deadline.Add(30*time.Second))
@@ -151,7 +168,11 @@ func closedLoop(ctx context.Context, s closedLoopSpec) (loopResult, error) {
 	var wg sync.WaitGroup
 	for range s.conns {
 		wg.Go(func() {
-			for s.now().Before(deadline) && runCtx.Err() == nil {
+			for s.now().Before(deadline) && runCtx.Err() == nil && !early.Load() {
+				if s.backlog != nil && s.backlog(ok.Load()*per) > s.maxBacklog {
+					early.Store(true)
+					break
+				}
 				n := seq.Add(per) - per
 				body, ct := s.body(n)
 				good, err := post(runCtx, client, s.url, s.apiKey, body, ct)
@@ -167,7 +188,7 @@ func closedLoop(ctx context.Context, s closedLoopSpec) (loopResult, error) {
 	if err := ctx.Err(); err != nil {
 		return loopResult{}, fmt.Errorf("run closed loop: %w", err)
 	}
-	return loopResult{ok: ok.Load(), failed: failed.Load(), elapsed: s.now().Sub(start)}, nil
+	return loopResult{ok: ok.Load(), failed: failed.Load(), elapsed: s.now().Sub(start), stoppedEarly: early.Load()}, nil
 }
 
 // openLoop sends n single-event requests on a fixed timetable, request i at
@@ -219,71 +240,78 @@ schedule:
 
 // ingestPhase measures closed-loop ingest at one batch size and
 // concurrency, then waits for the deliveries it caused.
-func ingestPhase(ctx context.Context, cfg Config, gw *gatewayClient, recv *receiver, f *eventFactory, batch, conns int) (IngestResult, error) {
-	tr := newTracker(f.prefix, cfg.NowFunc(), 0)
-	recv.track(tr)
-	defer recv.track(nil)
+func ingestPhase(ctx context.Context, r *runner, f *eventFactory, batch, conns int) (IngestResult, error) {
+	cfg := r.cfg
+	tr := newTracker(f.prefix, cfg.NowFunc(), 0, 1)
+	r.recv.track(tr)
+	defer r.recv.track(nil)
 	before := sampleCost()
 	res, err := closedLoop(ctx, closedLoopSpec{
-		url: gw.base + "/api/events", apiKey: gw.apiKey, conns: conns, perRequest: int64(batch),
+		url: r.gw.base + "/api/events", apiKey: r.gw.apiKey, conns: conns, perRequest: int64(batch),
 		duration: cfg.Duration, now: cfg.NowFunc,
-		body: func(seq int64) ([]byte, string) { return f.body(seq, batch), contentType(batch) },
+		body:       func(seq int64) ([]byte, string) { return f.body(seq, batch), contentType(batch) },
+		backlog:    func(accepted int64) int64 { return accepted - tr.stats().unique },
+		maxBacklog: cfg.MaxBacklog,
 	})
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("measure ingest: %w", err)
 	}
 	accepted := res.ok * int64(batch)
-	drained, err := tr.waitFor(ctx, accepted, cfg.DrainTimeout)
+	drained, err := tr.waitFor(ctx, accepted, r.drainLimit())
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("drain ingest: %w", err)
 	}
 	cost := sampleCost().since(before)
 	st := tr.stats()
-	r := IngestResult{
+	out := IngestResult{
 		Batch: batch, Connections: conns, Requests: res.ok, Errors: res.failed, Events: accepted,
-		RequestsPerSec: res.rate(), EventsPerSec: res.rate() * float64(batch),
-		Delivered: st.unique, Duplicates: st.dups, AllDelivered: drained,
+		RequestsPerSec: res.rate(), EventsPerSec: res.rate() * float64(batch), LoadSeconds: res.elapsed.Seconds(),
+		BacklogCapped: res.stoppedEarly, Delivered: st.unique, Duplicates: st.dups, AllDelivered: drained,
 		DrainSeconds: max(st.last-res.elapsed, 0).Seconds(),
 	}
 	if st.last > 0 {
-		r.DeliveredPerSec = float64(st.unique) / st.last.Seconds()
+		out.DeliveredPerSec = float64(st.unique) / st.last.Seconds()
 	}
-	r.Cost = cost.per1k(st.unique)
-	return r, nil
+	out.Cost = cost.per1k(st.unique)
+	return out, nil
 }
 
-// latencyPhase offers rate events/s for the configured duration and
-// measures each event's time from its scheduled send to its arrival.
-func latencyPhase(ctx context.Context, cfg Config, gw *gatewayClient, recv *receiver, f *eventFactory, rate float64) (LatencyResult, error) {
-	n := max(int64(rate*cfg.Duration.Seconds()), 1)
+// latencyPhase offers rate events/s for d and measures each event's time
+// from its scheduled send to its arrival.
+func latencyPhase(ctx context.Context, r *runner, f *eventFactory, rate float64, d time.Duration) (LatencyResult, error) {
+	cfg := r.cfg
+	n := max(int64(rate*d.Seconds()), 1)
 	interval := time.Duration(float64(time.Second) / rate)
 	start := cfg.NowFunc().Add(10 * time.Millisecond)
-	tr := newTracker(f.prefix, start, interval)
-	recv.track(tr)
-	defer recv.track(nil)
+	tr := newTracker(f.prefix, start, interval, 1)
+	r.recv.track(tr)
+	defer r.recv.track(nil)
 	before := sampleCost()
-	ok, failed, err := openLoop(ctx, gw.base+"/api/events", gw.apiKey, cfg.OpenLoopConnections, n, start, interval,
+	ok, failed, err := openLoop(ctx, r.gw.base+"/api/events", r.gw.apiKey, cfg.OpenLoopConnections, n, start, interval,
 		cfg.NowFunc, func(seq int64) []byte { return f.body(seq, 1) })
 	if err != nil {
 		return LatencyResult{}, fmt.Errorf("measure latency: %w", err)
 	}
-	drained, err := tr.waitFor(ctx, ok, cfg.DrainTimeout)
+	drained, err := tr.waitFor(ctx, ok, r.drainLimit())
 	if err != nil {
 		return LatencyResult{}, fmt.Errorf("drain latency phase: %w", err)
 	}
 	cost := sampleCost().since(before)
 	st := tr.stats()
 	lat := tr.latencies()
-	r := LatencyResult{
+	out := LatencyResult{
 		OfferedPerSec: rate, Scheduled: n, Accepted: ok, Errors: failed, Delivered: st.unique,
 		Duplicates: st.dups, AllDelivered: drained, Cost: cost.per1k(st.unique),
 	}
 	if st.last > 0 {
-		r.DeliveredPerSec = float64(st.unique) / st.last.Seconds()
+		out.DeliveredPerSec = float64(st.unique) / st.last.Seconds()
 	}
-	r.P50Ms, r.P90Ms, r.P99Ms, r.P999Ms, r.MaxMs = ms(percentile(lat, 0.50)), ms(percentile(lat, 0.90)),
+	if c := r.rep.loopbackCeiling(); c > 0 {
+		out.RatioToCeiling = out.DeliveredPerSec / c
+	}
+	out.P50Ms, out.P90Ms, out.P99Ms, out.P999Ms, out.MaxMs = ms(percentile(lat, 0.50)), ms(percentile(lat, 0.90)),
 		ms(percentile(lat, 0.99)), ms(percentile(lat, 0.999)), ms(percentile(lat, 1))
-	return r, nil
+	return out, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

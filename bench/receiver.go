@@ -91,18 +91,28 @@ func (r *receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		r.stray.Add(1)
 		return
 	}
+	// A fan-out phase's subscription k targets /hook/k.
+	k := 0
+	if rest, ok := strings.CutPrefix(req.URL.Path, "/hook/"); ok {
+		if k, err = strconv.Atoi(rest); err != nil {
+			r.stray.Add(1)
+			return
+		}
+	}
 	t := r.cur.Load()
-	if t == nil || !t.arrive(ev.ID, at) {
+	if t == nil || !t.arrive(ev.ID, k, at) {
 		r.stray.Add(1)
 	}
 }
 
-// tracker records the first arrival of each event of one phase, by the
-// sequence number in its id.
+// tracker records the first arrival of each webhook of one phase, by the
+// sequence number in its event's id and (fan-out) the subscription's
+// number k < fan.
 type tracker struct {
 	prefix   string
 	start    time.Time
 	interval time.Duration // open loop: event i was due at start+i*interval
+	fan      int           // webhooks per event
 
 	mu      sync.Mutex
 	arrived []time.Duration // since start, +1ns; 0 = not yet
@@ -112,28 +122,29 @@ type tracker struct {
 	notify  chan struct{}
 }
 
-func newTracker(prefix string, start time.Time, interval time.Duration) *tracker {
-	return &tracker{prefix: prefix, start: start, interval: interval, notify: make(chan struct{}, 1)}
+func newTracker(prefix string, start time.Time, interval time.Duration, fan int) *tracker {
+	return &tracker{prefix: prefix, start: start, interval: interval, fan: max(fan, 1), notify: make(chan struct{}, 1)}
 }
 
-func (t *tracker) arrive(id string, at time.Time) bool {
+func (t *tracker) arrive(id string, k int, at time.Time) bool {
 	rest, ok := strings.CutPrefix(id, t.prefix)
-	if !ok {
+	if !ok || k < 0 || k >= t.fan {
 		return false
 	}
 	seq, err := strconv.ParseInt(rest, 10, 64)
 	if err != nil || seq < 0 || seq > 1<<26 {
 		return false
 	}
+	i := int(seq)*t.fan + k
 	d := at.Sub(t.start)
 	t.mu.Lock()
-	if int(seq) >= len(t.arrived) {
-		t.arrived = append(t.arrived, make([]time.Duration, int(seq)+1-len(t.arrived)+1024)...)
+	if i >= len(t.arrived) {
+		t.arrived = append(t.arrived, make([]time.Duration, i+1-len(t.arrived)+1024)...)
 	}
-	if t.arrived[seq] != 0 {
+	if t.arrived[i] != 0 {
 		t.dups++
 	} else {
-		t.arrived[seq] = d + 1
+		t.arrived[i] = d + 1
 		t.unique++
 		t.last = max(t.last, d)
 	}
@@ -156,7 +167,7 @@ func (t *tracker) stats() trackerStats {
 	return trackerStats{unique: t.unique, dups: t.dups, last: t.last}
 }
 
-// waitFor blocks until n distinct events arrived (true) or timeout passed
+// waitFor blocks until n distinct webhooks arrived (true) or timeout passed
 // (false).
 func (t *tracker) waitFor(ctx context.Context, n int64, timeout time.Duration) (bool, error) {
 	deadline := time.NewTimer(timeout)
@@ -185,7 +196,7 @@ func (t *tracker) latencies() []time.Duration {
 		if a == 0 {
 			continue
 		}
-		out = append(out, max(a-1-time.Duration(i)*t.interval, 0))
+		out = append(out, max(a-1-time.Duration(i/t.fan)*t.interval, 0))
 	}
 	return out
 }

@@ -15,16 +15,25 @@ import (
 
 // Report is the outcome of one run; it is written as JSON as is.
 type Report struct {
-	StartedAt    time.Time       `json:"startedAt"`
-	FinishedAt   time.Time       `json:"finishedAt"`
-	Target       string          `json:"target"`
-	Machine      Machine         `json:"machine"`
-	PayloadBytes int             `json:"payloadBytes"`
-	BatchSize    int             `json:"batchSize"`
-	PhaseSeconds float64         `json:"phaseSeconds"`
-	Ceiling      []CeilingResult `json:"ceiling"`
-	Ingest       []IngestResult  `json:"ingest"`
-	Latency      []LatencyResult `json:"latency"`
+	StartedAt    time.Time `json:"startedAt"`
+	FinishedAt   time.Time `json:"finishedAt"`
+	Target       string    `json:"target"`
+	Mode         string    `json:"mode"`
+	Machine      Machine   `json:"machine"`
+	PayloadBytes int       `json:"payloadBytes"`
+	BatchSize    int       `json:"batchSize"`
+	PhaseSeconds float64   `json:"phaseSeconds"`
+	// BudgetSeconds is the run's time budget (soak excluded).
+	BudgetSeconds float64           `json:"budgetSeconds"`
+	Ceiling       []CeilingResult   `json:"ceiling"`
+	Ingest        []IngestResult    `json:"ingest"`
+	Latency       []LatencyResult   `json:"latency"`
+	Saturation    *SaturationResult `json:"saturation,omitempty"`
+	FanOut        *FanOutResult     `json:"fanOut,omitempty"`
+	Matching      []MatchResult     `json:"matching,omitempty"`
+	Soak          *SoakResult       `json:"soak,omitempty"`
+	// Notes say what the run left out (phases skipped for the time budget).
+	Notes []string `json:"notes,omitempty"`
 	// PeakRSSBytes is the benchmark process's peak resident set (gateway
 	// included when it runs in-process).
 	PeakRSSBytes int64 `json:"peakRssBytes"`
@@ -64,6 +73,11 @@ type IngestResult struct {
 	Events         int64   `json:"events"`
 	RequestsPerSec float64 `json:"requestsPerSec"`
 	EventsPerSec   float64 `json:"eventsPerSec"`
+	// LoadSeconds is how long load was offered.
+	LoadSeconds float64 `json:"loadSeconds"`
+	// BacklogCapped is true when the load stopped early because
+	// Config.MaxBacklog accepted events waited for delivery.
+	BacklogCapped bool `json:"backlogCapped"`
 	// RatioToCeiling is RequestsPerSec over the ceiling at the same payload and connections.
 	RatioToCeiling float64 `json:"ratioToCeiling"`
 	Delivered      int64   `json:"delivered"`
@@ -90,12 +104,142 @@ type LatencyResult struct {
 	Duplicates      int64   `json:"duplicates"`
 	AllDelivered    bool    `json:"allDelivered"`
 	DeliveredPerSec float64 `json:"deliveredPerSec"`
-	P50Ms           float64 `json:"p50Ms"`
-	P90Ms           float64 `json:"p90Ms"`
-	P99Ms           float64 `json:"p99Ms"`
-	P999Ms          float64 `json:"p999Ms"`
-	MaxMs           float64 `json:"maxMs"`
-	Cost            Cost    `json:"cost"`
+	// RatioToCeiling is DeliveredPerSec over the loopback ceiling.
+	RatioToCeiling float64 `json:"ratioToCeiling"`
+	// Sustained is set on saturation steps: the rate met the criterion.
+	Sustained bool    `json:"sustained,omitempty"`
+	P50Ms     float64 `json:"p50Ms"`
+	P90Ms     float64 `json:"p90Ms"`
+	P99Ms     float64 `json:"p99Ms"`
+	P999Ms    float64 `json:"p999Ms"`
+	MaxMs     float64 `json:"maxMs"`
+	Cost      Cost    `json:"cost"`
+}
+
+// SaturationResult is the search for the highest sustained offered rate.
+type SaturationResult struct {
+	// P99BoundMs is the p99 a sustained rate must stay under.
+	P99BoundMs float64         `json:"p99BoundMs"`
+	Steps      []LatencyResult `json:"steps"`
+	// SustainedPerSec is the highest offered rate sustained (the fixed-rate
+	// phases included); FailedPerSec the lowest that was not (0: none failed).
+	SustainedPerSec float64 `json:"sustainedPerSec"`
+	FailedPerSec    float64 `json:"failedPerSec"`
+	// RatioToCeiling is SustainedPerSec over the loopback ceiling.
+	RatioToCeiling float64 `json:"ratioToCeiling"`
+}
+
+// FanOutResult is closed-loop ingest of one event type with several
+// subscriptions, and the webhooks it causes.
+type FanOutResult struct {
+	Subscriptions         int     `json:"subscriptions"`
+	Connections           int     `json:"connections"`
+	Events                int64   `json:"events"`
+	Errors                int64   `json:"errors"`
+	EventsPerSec          float64 `json:"eventsPerSec"`
+	BacklogCapped         bool    `json:"backlogCapped"`
+	Webhooks              int64   `json:"webhooks"`
+	Delivered             int64   `json:"delivered"`
+	Duplicates            int64   `json:"duplicates"`
+	AllDelivered          bool    `json:"allDelivered"`
+	WebhooksPerSec        float64 `json:"webhooksPerSec"`
+	DeliveredEventsPerSec float64 `json:"deliveredEventsPerSec"`
+	// WebhooksRatioToCeiling is WebhooksPerSec over the loopback ceiling.
+	WebhooksRatioToCeiling float64 `json:"webhooksRatioToCeiling"`
+	// Cost is per 1,000 webhooks.
+	Cost Cost `json:"cost"`
+}
+
+// MatchResult is ingest with a number of subscriptions in place, one of
+// them matching; ratios are to the first (smallest) size.
+type MatchResult struct {
+	Subscriptions int     `json:"subscriptions"`
+	SetupSeconds  float64 `json:"setupSeconds"`
+	Events        int64   `json:"events"`
+	Errors        int64   `json:"errors"`
+	EventsPerSec  float64 `json:"eventsPerSec"`
+	EventsRatio   float64 `json:"eventsRatio"`
+	Delivered     int64   `json:"delivered"`
+	AllDelivered  bool    `json:"allDelivered"`
+	Cost          Cost    `json:"cost"`
+	CPURatio      float64 `json:"cpuRatio"`
+	// IndexMatchMicros is one match of a subscription index of this size,
+	// measured in the benchmark process.
+	IndexMatchMicros float64 `json:"indexMatchMicros"`
+	IndexRatio       float64 `json:"indexRatio"`
+}
+
+// RSSSample is the process's resident set at a time of the soak.
+type RSSSample struct {
+	Seconds float64 `json:"seconds"`
+	MiB     float64 `json:"mib"`
+}
+
+// SoakResult is a long open-loop phase with the resident set sampled.
+type SoakResult struct {
+	Seconds  float64       `json:"seconds"`
+	Load     LatencyResult `json:"load"`
+	Samples  []RSSSample   `json:"samples"`
+	FirstMiB float64       `json:"firstMiB"`
+	LastMiB  float64       `json:"lastMiB"`
+	MaxMiB   float64       `json:"maxMiB"`
+	// SlopeMiBPerMin is the least-squares slope of the samples after the
+	// first minute (all of them when the soak is shorter than two minutes).
+	SlopeMiBPerMin float64 `json:"slopeMiBPerMin"`
+}
+
+func (s *SoakResult) summarise() {
+	if len(s.Samples) == 0 {
+		return
+	}
+	s.FirstMiB, s.LastMiB = s.Samples[0].MiB, s.Samples[len(s.Samples)-1].MiB
+	for _, x := range s.Samples {
+		s.MaxMiB = max(s.MaxMiB, x.MiB)
+	}
+	pts := s.Samples
+	if s.Seconds >= 120 {
+		var late []RSSSample
+		for _, x := range pts {
+			if x.Seconds >= 60 {
+				late = append(late, x)
+			}
+		}
+		pts = late
+	}
+	s.SlopeMiBPerMin = slope(pts) * 60
+}
+
+// slope is the least-squares slope of MiB over seconds (0 for fewer than
+// two points).
+func slope(pts []RSSSample) float64 {
+	if len(pts) < 2 {
+		return 0
+	}
+	var sx, sy, sxx, sxy float64
+	for _, p := range pts {
+		sx += p.Seconds
+		sy += p.MiB
+		sxx += p.Seconds * p.Seconds
+		sxy += p.Seconds * p.MiB
+	}
+	n := float64(len(pts))
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / d
+}
+
+// loopbackCeiling is the machine's ceiling: the best no-op requests/s of
+// single-event bodies at any concurrency.
+func (r *Report) loopbackCeiling() float64 {
+	best := 0.0
+	for _, c := range r.Ceiling {
+		if c.Batch == 1 {
+			best = max(best, c.RequestsPerSec)
+		}
+	}
+	return best
 }
 
 func (r *Report) ceiling(batch, conns int) float64 {
@@ -170,8 +314,8 @@ func machine() Machine {
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	p := func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
-	p("Hooklane bench\t %s\t %d CPUs\t %s\t payload %d B\t phase %.0fs\t\n", r.Machine.CPUModel, r.Machine.CPUs,
-		r.Machine.GoVersion, r.PayloadBytes, r.PhaseSeconds)
+	p("Hooklane bench\t %s\t %s\t %d CPUs\t %s\t payload %d B\t phase %.0fs\t loopback ceiling %.0f req/s\t\n", r.Mode, r.Machine.CPUModel,
+		r.Machine.CPUs, r.Machine.GoVersion, r.PayloadBytes, r.PhaseSeconds, r.loopbackCeiling())
 	p("\n")
 	p("ceiling (no-op loopback HTTP)\tbatch\tconns\trequests\terrors\treq/s\t\n")
 	for _, c := range r.Ceiling {
@@ -185,15 +329,48 @@ func (r *Report) WriteTable(w io.Writer) error {
 			i.DrainSeconds, i.Cost.CPUSeconds, i.Cost.AllocatedBytes/1e6)
 	}
 	p("\n")
-	p("end to end (open loop)\toffered/s\taccepted\terrors\tdelivered\tp50 ms\tp90 ms\tp99 ms\tp99.9 ms\tmax ms\tCPU s/1k\tMB alloc/1k\t\n")
+	p("end to end (open loop)\toffered/s\taccepted\terrors\tdelivered\tdelivered/s\tx ceiling\tp50 ms\tp90 ms\tp99 ms\tp99.9 ms\tmax ms\tCPU s/1k\tMB alloc/1k\t\n")
 	for _, l := range r.Latency {
-		p("\t%.0f\t%d/%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.3f\t%.1f\t\n", l.OfferedPerSec, l.Accepted, l.Scheduled, l.Errors,
-			l.Delivered, l.P50Ms, l.P90Ms, l.P99Ms, l.P999Ms, l.MaxMs, l.Cost.CPUSeconds, l.Cost.AllocatedBytes/1e6)
+		p("\t%.0f\t%d/%d\t%d\t%d\t%.0f\t%.3f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.3f\t%.1f\t\n", l.OfferedPerSec, l.Accepted, l.Scheduled, l.Errors,
+			l.Delivered, l.DeliveredPerSec, l.RatioToCeiling, l.P50Ms, l.P90Ms, l.P99Ms, l.P999Ms, l.MaxMs, l.Cost.CPUSeconds, l.Cost.AllocatedBytes/1e6)
 	}
 	p("\n")
+	if sat := r.Saturation; sat != nil {
+		p("saturation (p99 < %.0f ms, delivered >= 90%% of offered)\toffered/s\taccepted\tdelivered/s\tp50 ms\tp99 ms\tsustained\t\n", sat.P99BoundMs)
+		for _, l := range sat.Steps {
+			p("\t%.0f\t%d/%d\t%.0f\t%.1f\t%.1f\t%v\t\n", l.OfferedPerSec, l.Accepted, l.Scheduled, l.DeliveredPerSec, l.P50Ms, l.P99Ms, l.Sustained)
+		}
+		p("\tsustained %.0f ev/s\tx ceiling %.3f\tfailed at %.0f ev/s\t\n", sat.SustainedPerSec, sat.RatioToCeiling, sat.FailedPerSec)
+		p("\n")
+	}
+	if f := r.FanOut; f != nil {
+		p("fan-out (closed loop)\tsubs\tconns\tevents/s\tdelivered\twebhooks/s\tx ceiling\tevents/s delivered\tCPU s/1k webhooks\t\n")
+		p("\t%d\t%d\t%.0f\t%d/%d\t%.0f\t%.3f\t%.0f\t%.3f\t\n", f.Subscriptions, f.Connections, f.EventsPerSec, f.Delivered, f.Webhooks,
+			f.WebhooksPerSec, f.WebhooksRatioToCeiling, f.DeliveredEventsPerSec, f.Cost.CPUSeconds)
+		p("\n")
+	}
+	if len(r.Matching) > 0 {
+		p("matching scale (exact types)\tsubs\tsetup s\tevents/s\tx first\tCPU s/1k\tx first\tindex match µs\tx first\t\n")
+		for _, m := range r.Matching {
+			p("\t%d\t%.1f\t%.0f\t%.2f\t%.3f\t%.2f\t%.2f\t%.2f\t\n", m.Subscriptions, m.SetupSeconds, m.EventsPerSec, m.EventsRatio,
+				m.Cost.CPUSeconds, m.CPURatio, m.IndexMatchMicros, m.IndexRatio)
+		}
+		p("\n")
+	}
+	if s := r.Soak; s != nil {
+		p("soak\tseconds\toffered/s\tdelivered\tp99 ms\tRSS first MiB\tlast MiB\tmax MiB\tslope MiB/min\t\n")
+		p("\t%.0f\t%.0f\t%d/%d\t%.1f\t%.0f\t%.0f\t%.0f\t%.2f\t\n", s.Seconds, s.Load.OfferedPerSec, s.Load.Delivered, s.Load.Accepted,
+			s.Load.P99Ms, s.FirstMiB, s.LastMiB, s.MaxMiB, s.SlopeMiBPerMin)
+		p("\n")
+	}
 	p("peak RSS\t%.0f MiB\t\n", float64(r.PeakRSSBytes)/(1<<20))
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
+	}
+	for _, n := range r.Notes {
+		if _, err := fmt.Fprintf(w, "note: %s\n", n); err != nil {
+			return fmt.Errorf("write table: %w", err)
+		}
 	}
 	return nil
 }
@@ -219,6 +396,25 @@ func (r *Report) Problems() []string {
 			out = append(out, fmt.Sprintf("latency at %.0f/s: %d of %d accepted, %d errors, %d delivered",
 				l.OfferedPerSec, l.Accepted, l.Scheduled, l.Errors, l.Delivered))
 		}
+	}
+	if r.Saturation != nil {
+		for _, l := range r.Saturation.Steps {
+			// Past saturation requests may fail; accepted events must still arrive.
+			if !l.AllDelivered {
+				out = append(out, fmt.Sprintf("saturation at %.0f/s: %d accepted, %d delivered", l.OfferedPerSec, l.Accepted, l.Delivered))
+			}
+		}
+	}
+	if f := r.FanOut; f != nil && (f.Events == 0 || f.Errors > 0 || !f.AllDelivered) {
+		out = append(out, fmt.Sprintf("fan-out: %d events accepted, %d errors, %d of %d webhooks delivered", f.Events, f.Errors, f.Delivered, f.Webhooks))
+	}
+	for _, m := range r.Matching {
+		if m.Events == 0 || m.Errors > 0 || !m.AllDelivered {
+			out = append(out, fmt.Sprintf("matching at %d subscriptions: %d events accepted, %d errors, %d delivered", m.Subscriptions, m.Events, m.Errors, m.Delivered))
+		}
+	}
+	if s := r.Soak; s != nil && (s.Load.Accepted == 0 || s.Load.Errors > 0 || !s.Load.AllDelivered) {
+		out = append(out, fmt.Sprintf("soak: %d of %d accepted, %d errors, %d delivered", s.Load.Accepted, s.Load.Scheduled, s.Load.Errors, s.Load.Delivered))
 	}
 	return out
 }

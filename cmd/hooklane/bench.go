@@ -9,15 +9,18 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hooklane/hooklane/bench"
 )
 
 // benchCmd runs `hooklane bench`: against --url, or against a gateway it
-// starts in-process on the embedded default (SQLite in a temp dir,
-// in-process queue) on a free loopback port.
+// starts in-process on a free loopback port: on the embedded default
+// (SQLite in a temp dir, in-process queue) or, with --mode mongo-sqs, on
+// MongoDB and an SQS FIFO queue.
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -26,11 +29,26 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	apiKey := fs.String("api-key", "", "admin API key for --url")
 	duration := fs.Duration("duration", 0, "load time of each phase (default 4s, 1s with --short)")
 	drain := fs.Duration("drain-timeout", 0, "longest wait for deliveries after a phase (default 30s)")
-	rates := fs.String("rates", "", "open-loop offered rates in events/s, comma-separated (default 500,1000)")
+	mode := fs.String("mode", "embedded", "in-process gateway: embedded (SQLite + in-process queue) or mongo-sqs")
+	mongoURI := fs.String("mongo-uri", os.Getenv("HOOKLANE_MONGO_URI"), "MongoDB of --mode mongo-sqs (env HOOKLANE_MONGO_URI)")
+	mongoDB := fs.String("mongo-database", "", "MongoDB database of --mode mongo-sqs (default: a fresh hooklane_bench_<time>)")
+	sqsEndpoint := fs.String("sqs-endpoint", os.Getenv("HOOKLANE_SQS_ENDPOINT"), "SQS endpoint of --mode mongo-sqs (env HOOKLANE_SQS_ENDPOINT)")
+	sqsQueueURL := fs.String("sqs-queue-url", os.Getenv("HOOKLANE_SQS_QUEUE_URL"), "SQS FIFO queue of --mode mongo-sqs (env HOOKLANE_SQS_QUEUE_URL)")
+	sqsRegion := fs.String("sqs-region", cmpOr(os.Getenv("HOOKLANE_SQS_REGION"), "us-east-1"), "AWS region of the queue")
+	budget := fs.Duration("budget", 0, "time budget of the whole run, soak excluded; phases that no longer fit are skipped (default 170s)")
+	phases := fs.String("phases", "", "phases to run, comma-separated: "+strings.Join(bench.AllPhases, ",")+" (default all; the ceiling always runs)")
+	rates := fs.String("rates", "", "open-loop offered rates in events/s, comma-separated (default 500,1000,2000)")
+	satP99 := fs.Duration("saturation-p99", 0, "p99 end-to-end latency a sustained rate must stay under (default 100ms)")
+	fanOut := fs.Int("fanout", 0, "subscriptions of the fan-out phase (default 10)")
+	matchSizes := fs.String("match-sizes", "", "subscription counts of the matching phase, increasing (default 10,100,1000,10000)")
+	soak := fs.Duration("soak", 0, "add a soak of this length (e.g. 5m) that samples RSS; not part of the budget")
+	soakRate := fs.Float64("soak-rate", 0, "offered events/s of the soak (default 1000)")
 	conns := fs.String("connections", "", "closed-loop connection counts, comma-separated (default 8,32,128)")
 	payload := fs.Int("payload-bytes", 0, "size of each event's data (default 256)")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file")
 	verbose := fs.Bool("v", false, "log progress and the in-process gateway's warnings to stderr")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (gateway included in-process) to this file")
+	memProfile := fs.String("memprofile", "", "write an allocation profile (alloc_space) at the end of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,7 +65,30 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *payload > 0 {
 		cfg.PayloadBytes = *payload
 	}
+	if *budget > 0 {
+		cfg.Budget = *budget
+	}
+	if *satP99 > 0 {
+		cfg.SaturationP99 = *satP99
+	}
+	if *fanOut > 0 {
+		cfg.FanOut = *fanOut
+	}
+	if *soak > 0 {
+		cfg.Soak = *soak
+	}
+	if *soakRate > 0 {
+		cfg.SoakRate = *soakRate
+	}
+	if *phases != "" {
+		cfg.Phases = strings.Split(strings.ReplaceAll(*phases, " ", ""), ",")
+	}
 	var err error
+	if *matchSizes != "" {
+		if cfg.MatchSizes, err = parseList(*matchSizes, strconv.Atoi); err != nil {
+			return fmt.Errorf("parse --match-sizes: %w", err)
+		}
+	}
 	if *rates != "" {
 		if cfg.Rates, err = parseList(*rates, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }); err != nil {
 			return fmt.Errorf("parse --rates: %w", err)
@@ -65,16 +106,47 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.BaseURL, cfg.APIKey = *url, *apiKey
 	if cfg.BaseURL == "" {
-		base, stop, err := startBenchGateway(ctx, logw)
+		var gw []string
+		switch *mode {
+		case "embedded":
+		case "mongo-sqs":
+			if *mongoURI == "" || *sqsEndpoint == "" || *sqsQueueURL == "" {
+				return errors.New("bench --mode mongo-sqs needs --mongo-uri, --sqs-endpoint and --sqs-queue-url")
+			}
+			db := cmpOr(*mongoDB, "hooklane_bench_"+strconv.FormatInt(time.Now().Unix(), 36))
+			gw = []string{"--mongo-uri", *mongoURI, "--mongo-database", db,
+				"--sqs-endpoint", *sqsEndpoint, "--sqs-queue-url", *sqsQueueURL, "--sqs-region", *sqsRegion}
+		default:
+			return fmt.Errorf("bench: unknown --mode %q (embedded or mongo-sqs)", *mode)
+		}
+		base, stop, err := startBenchGateway(ctx, logw, gw)
 		if err != nil {
 			return err
 		}
 		defer func() { _ = stop() }()
-		cfg.BaseURL = base
+		cfg.BaseURL, cfg.Mode = base, *mode
+		// The in-process gateway's data goes with it (a temp dir; a fresh
+		// MongoDB database): the matching phase need not delete its
+		// thousands of subscriptions.
+		cfg.KeepSubscriptions = true
+	} else {
+		cfg.Mode = "url"
+	}
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
 	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("run benchmark: %w", err)
+	}
+	if *memProfile != "" {
+		if err := writeHeapProfile(*memProfile); err != nil {
+			return err
+		}
 	}
 	if err := rep.WriteTable(stdout); err != nil {
 		return err
@@ -95,13 +167,13 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // startBenchGateway runs the gateway in-process on 127.0.0.1:0 with a temp
-// data dir; stop ends it and removes the data.
-func startBenchGateway(ctx context.Context, logw io.Writer) (string, func() error, error) {
+// data dir and the extra flags; stop ends it and removes the data dir.
+func startBenchGateway(ctx context.Context, logw io.Writer, extra []string) (string, func() error, error) {
 	dir, err := os.MkdirTemp("", "hooklane-bench-")
 	if err != nil {
 		return "", nil, fmt.Errorf("create data dir: %w", err)
 	}
-	args := []string{"--listen", "127.0.0.1:0", "--data-dir", dir, "--allow-private-targets", "--log-level", "warn"}
+	args := append([]string{"--listen", "127.0.0.1:0", "--data-dir", dir, "--allow-private-targets", "--log-level", "warn"}, extra...)
 	cfg, err := loadConfig(args, func(string) string { return "" })
 	if err != nil {
 		_ = os.RemoveAll(dir)
@@ -124,6 +196,46 @@ func startBenchGateway(ctx context.Context, logw io.Writer) (string, func() erro
 		_ = os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("start gateway: %w", err)
 	}
+}
+
+// startCPUProfile profiles the process until the returned func is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path) //nolint:gosec // a path the user gave
+	if err != nil {
+		return nil, fmt.Errorf("create cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("start cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}
+
+// writeHeapProfile writes the allocation profile (every allocation since
+// the start; `go tool pprof -sample_index=alloc_space`).
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path) //nolint:gosec // a path the user gave
+	if err != nil {
+		return fmt.Errorf("create memory profile: %w", err)
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write memory profile: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write memory profile: %w", err)
+	}
+	return nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 func parseList[T any](s string, parse func(string) (T, error)) ([]T, error) {

@@ -45,4 +45,26 @@ func TestBenchShortAgainstTheInProcessGateway(t *testing.T) {
 	require.LessOrEqual(t, l.P90Ms, l.P99Ms)
 	require.LessOrEqual(t, l.P99Ms, l.P999Ms)
 	require.Positive(t, rep.PeakRSSBytes)
+	require.Equal(t, "embedded", rep.Mode)
+	require.Empty(t, rep.Notes, "the short run fits its budget")
+
+	f := rep.FanOut
+	require.NotNil(t, f)
+	require.Equal(t, 10, f.Subscriptions)
+	require.Positive(t, f.Events)
+	require.Equal(t, f.Webhooks, f.Delivered, "every webhook of the fan-out delivered")
+	require.Len(t, rep.Matching, 2)
+	for _, m := range rep.Matching {
+		require.Equal(t, m.Events, m.Delivered)
+		require.Positive(t, m.EventsPerSec)
+	}
+}
+
+func TestBenchRefusesMongoSQSWithoutTheStack(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "--mode", "mongo-sqs", "--mongo-uri", "", "--sqs-endpoint", "", "--sqs-queue-url", ""},
+		func(string) string { return "" }, &stdout, &stderr)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, stderr.String(), "needs --mongo-uri, --sqs-endpoint and --sqs-queue-url")
 }
