@@ -40,10 +40,11 @@ fmt: ## Format the code
 vet: ## go vet
 	$(GO) vet $(PKGS)
 
-verify: vet ## vet, gofmt, import rules
+verify: vet ## vet, gofmt, import rules, docker-compose.yml and Dockerfile validity
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	@bash scripts/check-imports.sh
+	@cd localstack/composecheck && GOFLAGS=-mod=readonly $(GO) run . ../../docker-compose.yml
 
 tidy: ## go mod tidy
 	$(GO) mod tidy
