@@ -146,7 +146,7 @@ func (s *Store) EventGetByID(ctx context.Context, id string) (*ingest.StoredEven
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	e, err := scanEvent(s.rdb.QueryRowContext(ctx, `SELECT `+eventColumns+` FROM events WHERE id = ?`, id))
+	e, err := scanEvent(s.queryRow(ctx, `SELECT `+eventColumns+` FROM events WHERE id = ?`, id))
 	if err != nil {
 		return nil, fmt.Errorf("get event %s: %w", id, s.translate(err))
 	}

@@ -80,7 +80,7 @@ func (s *Store) EventTypeGet(ctx context.Context, code string) (*schema.EventTyp
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	t, err := scanEventType(s.rdb.QueryRowContext(ctx, `SELECT revision, doc FROM event_types WHERE code = ?`, code))
+	t, err := scanEventType(s.queryRow(ctx, `SELECT revision, doc FROM event_types WHERE code = ?`, code))
 	if err != nil {
 		return nil, fmt.Errorf("get event type %s: %w", code, s.translate(err))
 	}

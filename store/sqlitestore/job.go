@@ -81,6 +81,13 @@ func newJobRow(j *dispatch.Job) (*jobRow, error) {
 	}}, nil
 }
 
+// narrowArgs are the arguments of JobUpdate's narrow UPDATE: the changing
+// columns, then id, version and the indexed columns that must be unchanged.
+func (r *jobRow) narrowArgs() []any {
+	c := r.cols // status, next, updated, lease, created, group, subID, sub, event, code, order, delivery, secret, doc
+	return []any{c[0], c[1], c[2], c[3], c[11], c[12], c[13], r.id, r.version, c[4], c[5], c[6], c[7], c[8], c[9], c[10]}
+}
+
 func newJobRows(jobs []*dispatch.Job) ([]*jobRow, error) {
 	rows := make([]*jobRow, len(jobs))
 	for i, j := range jobs {
@@ -174,7 +181,7 @@ func (s *Store) JobGetByID(ctx context.Context, id string) (*dispatch.Job, error
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	j, err := scanJob(s.rdb.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	j, err := scanJob(s.queryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
 	if err != nil {
 		return nil, fmt.Errorf("get job %s: %w", id, s.translate(err))
 	}
@@ -280,16 +287,34 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 		return fmt.Errorf("update job %s: %w", j.ID, err)
 	}
 	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
+		// A job's lifecycle changes its status and times, never what the
+		// other indexes hold (event, subscription, group, order key,
+		// creation). The first UPDATE sets only the columns that change,
+		// so SQLite rewrites two of the seven job indexes, not all of them;
+		// its WHERE holds it to rows whose other indexed columns are
+		// unchanged, and the full UPDATE covers the rest.
 		res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, next_attempt_at = ?, updated_at = ?,
-			lease_expires_at = ?, created_at = ?, message_group = ?, subscription_id = ?, subscription = ?,
-			event_id = ?, code = ?, order_key = ?, delivery = ?, secret = ?, doc = ?, version = version + 1
-			WHERE id = ? AND version = ?`, append(r.cols, r.id, r.version)...)
+			lease_expires_at = ?, delivery = ?, secret = ?, doc = ?, version = version + 1
+			WHERE id = ? AND version = ? AND created_at = ? AND message_group = ? AND subscription_id = ?
+			AND subscription = ? AND event_id = ? AND code = ? AND order_key = ?`, r.narrowArgs()...)
 		if err != nil {
 			return err //nolint:wrapcheck // wrapped below
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
 			return err //nolint:wrapcheck // wrapped below
+		}
+		if n == 0 {
+			res, err = tx.ExecContext(ctx, `UPDATE jobs SET status = ?, next_attempt_at = ?, updated_at = ?,
+				lease_expires_at = ?, created_at = ?, message_group = ?, subscription_id = ?, subscription = ?,
+				event_id = ?, code = ?, order_key = ?, delivery = ?, secret = ?, doc = ?, version = version + 1
+				WHERE id = ? AND version = ?`, append(r.cols, r.id, r.version)...)
+			if err != nil {
+				return err //nolint:wrapcheck // wrapped below
+			}
+			if n, err = res.RowsAffected(); err != nil {
+				return err //nolint:wrapcheck // wrapped below
+			}
 		}
 		if n == 0 {
 			var exists int

@@ -61,7 +61,7 @@ func (s *Store) PoolGetByID(ctx context.Context, id string) (*dispatch.Pool, err
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	p, err := scanPool(s.rdb.QueryRowContext(ctx, `SELECT doc FROM pools WHERE id = ?`, id))
+	p, err := scanPool(s.queryRow(ctx, `SELECT doc FROM pools WHERE id = ?`, id))
 	if err != nil {
 		return nil, fmt.Errorf("get pool %s: %w", id, s.translate(err))
 	}
@@ -169,7 +169,7 @@ func (s *Store) generation(ctx context.Context, name string) (int64, error) {
 		return 0, err
 	}
 	var g int64
-	if err := s.rdb.QueryRowContext(ctx, `SELECT value FROM generations WHERE name = ?`, name).Scan(&g); err != nil {
+	if err := s.queryRow(ctx, `SELECT value FROM generations WHERE name = ?`, name).Scan(&g); err != nil {
 		return 0, fmt.Errorf("read %s generation: %w", name, s.translate(err))
 	}
 	return g, nil

@@ -73,6 +73,7 @@ type Store struct {
 	nowFunc func() time.Time
 	wdb     *sql.DB // one connection, used only by the writer goroutine
 	rdb     *sql.DB // read-only connections
+	reads   readStmts
 
 	ops        chan *writeOp
 	stop       chan struct{}
@@ -179,6 +180,7 @@ func (s *Store) Close() error {
 	}
 	close(s.stop)
 	<-s.writerDone
+	s.reads.close()
 	if err := errors.Join(s.wdb.Close(), s.rdb.Close()); err != nil {
 		return fmt.Errorf("close sqlite store: %w", err)
 	}

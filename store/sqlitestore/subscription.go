@@ -96,7 +96,7 @@ func (s *Store) SubscriptionGetByID(ctx context.Context, id string) (*subscripti
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	sub, err := scanSubscription(s.rdb.QueryRowContext(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE id = ?`, id))
+	sub, err := scanSubscription(s.queryRow(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE id = ?`, id))
 	if err != nil {
 		return nil, fmt.Errorf("get subscription %s: %w", id, s.translate(err))
 	}
