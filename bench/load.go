@@ -159,7 +159,7 @@ func closedLoop(ctx context.Context, s closedLoopSpec) (loopResult, error) {
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	per := max(s.perRequest, 1)
-	var seq, ok, failed atomic.Int64
+	var seq, ok, failed, inFlight atomic.Int64
 	var early atomic.Bool
 	start := s.now()
 	deadline := start.Add(s.duration)
@@ -169,13 +169,18 @@ func closedLoop(ctx context.Context, s closedLoopSpec) (loopResult, error) {
 	for range s.conns {
 		wg.Go(func() {
 			for s.now().Before(deadline) && runCtx.Err() == nil && !early.Load() {
-				if s.backlog != nil && s.backlog(ok.Load()*per) > s.maxBacklog {
+				// Events in flight count as accepted: the backlog stays
+				// under the cap whatever the concurrency (but every
+				// connection may have one request out).
+				if s.backlog != nil && s.backlog((ok.Load()+inFlight.Load())*per) > max(s.maxBacklog, int64(s.conns)*per) {
 					early.Store(true)
 					break
 				}
 				n := seq.Add(per) - per
 				body, ct := s.body(n)
+				inFlight.Add(1)
 				good, err := post(runCtx, client, s.url, s.apiKey, body, ct)
+				inFlight.Add(-1)
 				if good {
 					ok.Add(1)
 				} else if err == nil || runCtx.Err() == nil {

@@ -295,17 +295,20 @@ func indexMatchMicros(size int) float64 {
 	}
 	ix := subscription.NewIndex(subs)
 	ev := &cloudevent.Event{SpecVersion: "1.0", ID: "e", Source: "/bench", Type: MatchEventType}
-	const rounds = 20000
-	for range rounds / 4 { // warm up caches and the branch predictor
-		ix.Match(ev, "")
-	}
-	start := time.Now()
-	for range rounds {
-		if len(ix.Match(ev, "")) != 1 {
-			return 0
+	// The best of several rounds: on a shared machine the others only add
+	// the time this process was not running.
+	const rounds, tries = 5000, 7
+	best := time.Duration(math.MaxInt64)
+	for range tries {
+		start := time.Now()
+		for range rounds {
+			if len(ix.Match(ev, "")) != 1 {
+				return 0
+			}
 		}
+		best = min(best, time.Since(start))
 	}
-	return float64(time.Since(start)) / rounds / float64(time.Microsecond)
+	return float64(best) / rounds / float64(time.Microsecond)
 }
 
 // soak offers SoakRate events/s for Soak, sampling the process's resident

@@ -387,13 +387,13 @@ func (r *Report) Problems() []string {
 	}
 	for _, i := range r.Ingest {
 		if i.Events == 0 || i.Errors > 0 || !i.AllDelivered {
-			out = append(out, fmt.Sprintf("ingest batch %d conns %d: %d events accepted, %d errors, %d delivered",
+			out = append(out, fmt.Sprintf("ingest batch %d conns %d: %d events accepted, %d errors, %d delivered within the drain timeout",
 				i.Batch, i.Connections, i.Events, i.Errors, i.Delivered))
 		}
 	}
 	for _, l := range r.Latency {
 		if l.Accepted == 0 || l.Errors > 0 || !l.AllDelivered {
-			out = append(out, fmt.Sprintf("latency at %.0f/s: %d of %d accepted, %d errors, %d delivered",
+			out = append(out, fmt.Sprintf("latency at %.0f/s: %d of %d accepted, %d errors, %d delivered within the drain timeout",
 				l.OfferedPerSec, l.Accepted, l.Scheduled, l.Errors, l.Delivered))
 		}
 	}
