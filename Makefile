@@ -17,6 +17,7 @@ build: ## Build bin/hooklane
 test: ## Run the whole suite as CI does: Chromium (browser test), local stack, vet, gofmt, race tests, every benchmark once
 	@set -euo pipefail; \
 	bash scripts/install-chromium.sh; \
+	bash scripts/install-ui-test-deps.sh; \
 	bash localstack/stack.sh start; \
 	trap 'bash localstack/stack.sh stop' EXIT; \
 	eval "$$(bash localstack/stack.sh env)"; \

@@ -188,6 +188,7 @@ func (s *Server) auth(roles ...Role) gin.HandlerFunc {
 			return
 		}
 		c.Set(ctxKeyName, key.Name)
+		c.Set(ctxKeyRole, string(key.Role))
 		if key.Role != RoleAdmin && !slices.Contains(roles, key.Role) {
 			writeProblem(c, newProblem(http.StatusForbidden, fmt.Sprintf("the key %q (role %s) may not do this", key.Name, key.Role)))
 			c.Abort()

@@ -19,6 +19,9 @@ const maxRequestIDLen = 128
 // ctxKeyName is the gin context key of the authenticated key's name.
 const ctxKeyName = "api_key_name"
 
+// ctxKeyRole is the gin context key of the authenticated key's role.
+const ctxKeyRole = "api_key_role"
+
 type requestIDKey struct{}
 
 // ContextWithRequestID returns ctx carrying the request id.

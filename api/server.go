@@ -73,8 +73,11 @@ type Config struct {
 	Stream   StreamConfig // Stream configures the status stream (api/stream.go).
 	// Lease is how long a pull worker's claim lasts (HOOKLANE_LEASE); zero
 	// uses LeaseDefault.
-	Lease   time.Duration
-	IDs     *idgen.Generator
+	Lease time.Duration
+	IDs   *idgen.Generator
+	// UI is the operator dashboard (package ui), served at /ui/ when set;
+	// /ui redirects there. It is a static file server: nil serves none.
+	UI      http.Handler
 	Version string
 	Logger  *slog.Logger
 	NowFunc func() time.Time
@@ -148,6 +151,15 @@ func (s *Server) routes() {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", gin.WrapH(s.cfg.Metrics.Handler()))
+	if s.cfg.UI != nil {
+		// The dashboard is a static site over the public API, not an API
+		// operation, so openapi.json does not list it (routesOf builds the
+		// server without it).
+		e.GET("/ui", func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, "/ui/") })
+		ui := gin.WrapH(http.StripPrefix("/ui", s.cfg.UI))
+		e.GET("/ui/*path", ui)
+		e.HEAD("/ui/*path", ui)
+	}
 
 	a := e.Group("/api")
 	a.GET("/openapi.json", s.auth(RoleProducer, RoleWorker, RoleViewer), s.openAPI)
@@ -193,6 +205,9 @@ func (s *Server) routes() {
 	a.POST("/dispatch-jobs/:id/fail", s.auth(RoleWorker), s.h(s.failJob))
 	a.POST("/dispatch-jobs/:id/heartbeat", s.auth(RoleWorker), s.h(s.heartbeatJob))
 	a.GET("/workers", s.auth(RoleWorker, RoleViewer), s.h(s.listWorkers))
+
+	a.GET("/auth/whoami", s.auth(RoleProducer, RoleWorker, RoleViewer), s.h(s.whoami))
+	a.POST("/event-types/:code/versions/:version/validate", s.auth(RoleProducer, RoleViewer), s.h(s.validateData))
 
 	a.GET("/stream", s.auth(RoleViewer), s.h(s.streamSSE))
 	a.GET("/stream/ws", s.auth(RoleViewer), s.h(s.streamWS))

@@ -29,6 +29,7 @@ import (
 	"github.com/hooklane/hooklane/store/sqlitestore"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/ui"
 )
 
 // Store is every storage port: what the gateway runs on.
@@ -199,6 +200,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, IDs: ids, Version: version, Logger: logger, Metrics: m,
 			Stream: api.StreamConfig{Hub: hub, Retention: cfg.StreamRetention}, Lease: cfg.Lease,
+			UI: ui.Handler(),
 		})
 		addr, err := listenAndServe(ctx, g, cfg, srv.Handler(), logger)
 		if err != nil {

@@ -1,0 +1,61 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/hooklane/hooklane/schema"
+)
+
+// validateData serves POST /api/event-types/{code}/versions/{version}/validate
+// with a body {"data": …}: it validates data against that version's schema,
+// whatever the version's status, and stores nothing. Valid data answers
+// 200 {"valid": true, …}; invalid data answers 422 problem+json with one
+// errors[] entry per violation, pointing below /data exactly as ingest
+// (API.md §1 step 4) would.
+func (s *Server) validateData(c *gin.Context) error {
+	var in struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := decodeJSON(c.Request, &in, adminBodyLimit); err != nil {
+		return err
+	}
+	t, err := s.cfg.Store.EventTypeGet(c.Request.Context(), c.Param("code"))
+	if err != nil {
+		return s.notFoundOr(err, "event type")
+	}
+	v, _ := findVersion(t, c.Param("version"))
+	if v == nil {
+		return notFound("schema version")
+	}
+	if len(in.Data) == 0 {
+		return unprocessable("data is required", FieldError{Pointer: "/data", Message: "is required"})
+	}
+	sch, err := schema.Compile(t.Code, v.Version, v.Schema)
+	if err != nil {
+		return fmt.Errorf("compile schema %s %s: %w", t.Code, v.Version, err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(in.Data))
+	if err != nil {
+		return badRequest("data is not well-formed JSON", FieldError{Pointer: "/data", Message: err.Error()})
+	}
+	if err := sch.Validate(inst); err != nil {
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			return fmt.Errorf("validate data against %s %s: %w", t.Code, v.Version, err)
+		}
+		var errs []FieldError
+		for _, vio := range schema.Violations(ve) {
+			errs = append(errs, FieldError{Pointer: vio.Pointer, Message: vio.Message})
+		}
+		return unprocessable("the data does not match the schema of "+t.Code+" "+v.Version, errs...)
+	}
+	c.JSON(http.StatusOK, gin.H{"valid": true, "eventType": t.Code, "version": v.Version, "status": v.Status})
+	return nil
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// switchReceiver is a webhook receiver on 127.0.0.1 whose answer per path
+// the browser scenarios switch with POST /control?path=…&status=…
+// (default 200).
+type switchReceiver struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	status map[string]int
+	got    map[string]int
+}
+
+func newSwitchReceiver(t *testing.T) *switchReceiver {
+	t.Helper()
+	r := &switchReceiver{status: map[string]int{}, got: map[string]int{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/control" {
+			code, err := strconv.Atoi(req.URL.Query().Get("status"))
+			if err != nil || code < 100 || code > 599 {
+				http.Error(w, "status must be an HTTP status code", http.StatusBadRequest)
+				return
+			}
+			r.mu.Lock()
+			r.status[req.URL.Query().Get("path")] = code
+			r.mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		r.mu.Lock()
+		code, ok := r.status[req.URL.Path]
+		r.got[req.URL.Path]++
+		r.mu.Unlock()
+		if !ok {
+			code = http.StatusOK
+		}
+		w.WriteHeader(code)
+		if code >= 400 {
+			_, _ = io.WriteString(w, `{"error":"receiver switched to fail"}`)
+		}
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *switchReceiver) deliveries(path string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.got[path]
+}
+
+// uiKeys are the API keys the dashboard scenarios sign in with.
+var uiKeys = map[string]string{ //nolint:gochecknoglobals // test fixture
+	"admin": "ui-admin-key-0123456789", "viewer": "ui-viewer-key-0123456789",
+}
+
+// e2eDir is the browser tests' Node project (ui/e2e), with playwright-core
+// installed by scripts/install-ui-test-deps.sh.
+func e2eDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "ui", "e2e"))
+	require.NoError(t, err)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err != nil {
+		t.Fatalf("playwright-core is not installed in %s: run scripts/install-ui-test-deps.sh (make test does)", dir)
+	}
+	return dir
+}
+
+// screenshotDir is where the scenarios save their screenshots:
+// $HOOKLANE_UI_SCREENSHOTS, or a temporary directory.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("HOOKLANE_UI_SCREENSHOTS"); d != "" {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		return d
+	}
+	return t.TempDir()
+}
+
+// runScenario runs one browser scenario (node ui/e2e/<name>.mjs) with a
+// bounded time, in its own process group (Chromium and its helpers are
+// killed with it), and fails the test unless it passed.
+func runScenario(t *testing.T, dir, name string, env map[string]string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, name+".mjs"))
+	cmd.Dir = dir
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("%s (%v):\n%s", name, time.Since(start).Round(time.Millisecond), out.String())
+	if ctx.Err() != nil {
+		t.Fatalf("scenario %s did not finish within its time", name)
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		t.Fatalf("scenario %s failed (exit %d)", name, exit.ExitCode())
+	}
+	require.NoError(t, err, "run scenario %s", name)
+	require.Contains(t, out.String(), "PASS ")
+	return out.String()
+}
+
+// TestUIDashboardInChromium drives the dashboard at /ui/ in headless
+// Chromium (playwright-core over Debian's chromium) against a gateway with
+// API keys on: the key dialog, a viewer key that must not see the write
+// actions, and the issue's scenarios, one browser each, in sequence.
+func TestUIDashboardInChromium(t *testing.T) {
+	t.Parallel()
+	chromium := chromiumPath(t)
+	dir := e2eDir(t)
+	shots := screenshotDir(t)
+	recv := newSwitchReceiver(t)
+	gw := startGateway(t, map[string]string{
+		"HOOKLANE_API_KEYS": "ops:admin:" + uiKeys["admin"] + ",dash:viewer:" + uiKeys["viewer"],
+	})
+	admin := map[string]string{"Authorization": "Bearer " + uiKeys["admin"]}
+	post := func(path, body string) map[string]any {
+		status, _, out := gw.do(t, http.MethodPost, path, "application/json", body, admin)
+		require.Equal(t, http.StatusCreated, status, "%s: %v", path, out)
+		return out
+	}
+	post("/api/event-types", `{"code":"ui.form.order.created","name":"Order created"}`)
+	post("/api/event-types", `{"code":"ui.live.order.created","name":"Order created","versions":[{"version":"1.0","status":"CURRENT",
+		"schema":{"type":"object","required":["amount","currency"],"properties":{"amount":{"type":"number"},"currency":{"enum":["EUR","USD"]}}}}]}`)
+	post("/api/event-types", `{"code":"ui.payment.captured","name":"Payment captured"}`)
+	post("/api/event-types", `{"code":"ui.invoice.paid","name":"Invoice paid"}`)
+	post("/api/subscriptions", `{"code":"live-orders","name":"Order fulfilment","eventTypes":[{"eventTypeCode":"ui.live.order.*"}],
+		"target":"`+recv.srv.URL+`/hooks/live","mode":"NEXT_ON_ERROR"}`)
+	blockSub := post("/api/subscriptions", `{"code":"payments","name":"Payment ledger","eventTypes":[{"eventTypeCode":"ui.payment.captured"}],
+		"target":"`+recv.srv.URL+`/hooks/payments","mode":"BLOCK_ON_ERROR","retry":{"maxAttempts":1,"initialBackoffSeconds":1,"maxBackoffSeconds":1}}`)
+	post("/api/subscriptions", `{"code":"invoices","name":"Invoice sync","eventTypes":[{"eventTypeCode":"ui.invoice.paid"}],
+		"target":"`+recv.srv.URL+`/hooks/invoices","retry":{"maxAttempts":1,"initialBackoffSeconds":1,"maxBackoffSeconds":1}}`)
+
+	env := map[string]string{
+		"CHROMIUM_PATH": chromium, "HOOKLANE_UI_BASE": gw.base, "HOOKLANE_UI_RECEIVER": recv.srv.URL,
+		"HOOKLANE_UI_ADMIN_KEY": uiKeys["admin"], "HOOKLANE_UI_VIEWER_KEY": uiKeys["viewer"],
+		"HOOKLANE_UI_LIVE_TYPE": "ui.live.order.created", "HOOKLANE_UI_LIVE_SUB": "live-orders",
+		"HOOKLANE_UI_BLOCK_TYPE": "ui.payment.captured", "HOOKLANE_UI_BLOCK_SUB_ID": blockSub["id"].(string), "HOOKLANE_UI_BLOCK_PATH": "/hooks/payments",
+		"HOOKLANE_UI_RETRY_TYPE": "ui.invoice.paid", "HOOKLANE_UI_RETRY_PATH": "/hooks/invoices",
+	}
+	scenario := func(t *testing.T, name string) {
+		e := map[string]string{"HOOKLANE_UI_SCREENSHOT": filepath.Join(shots, "ui-"+strings.ReplaceAll(name, "_", "-")+".png")}
+		for k, v := range env {
+			e[k] = v
+		}
+		runScenario(t, dir, name, e)
+		_, err := os.Stat(e["HOOKLANE_UI_SCREENSHOT"])
+		require.NoError(t, err, "scenario %s saved no screenshot", name)
+	}
+
+	t.Run("subscription form", func(t *testing.T) {
+		scenario(t, "subscription_form")
+		status, _, list := gw.do(t, http.MethodGet, "/api/subscriptions", "", "", admin)
+		require.Equal(t, http.StatusOK, status)
+		var found bool
+		for _, s := range list["items"].([]any) {
+			found = found || s.(map[string]any)["code"] == "ui-form-orders"
+		}
+		require.True(t, found, "the form did not create the subscription")
+	})
+	t.Run("jobs live and overview counters", func(t *testing.T) {
+		scenario(t, "jobs_live")
+		require.Equal(t, 17, recv.deliveries("/hooks/live"))
+	})
+	t.Run("blocked lane unblocked by cancel", func(t *testing.T) {
+		scenario(t, "blocked_lane")
+		require.Equal(t, 16+1+2, recv.deliveries("/hooks/payments"), "16 healthy, the failing head once, the two held after the cancel")
+	})
+	t.Run("retry a failed job from its page", func(t *testing.T) {
+		scenario(t, "retry_job")
+		require.Equal(t, 2, recv.deliveries("/hooks/invoices"))
+	})
+}

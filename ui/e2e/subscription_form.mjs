@@ -1,0 +1,47 @@
+// Create a subscription through the form: a bad target URL gets the API's
+// problem+json error placed by the URL field; the fixed form creates it.
+import { scenario, signIn, env, check, api, shot, until } from './lib.mjs';
+
+const admin = env('HOOKLANE_UI_ADMIN_KEY');
+const target = env('HOOKLANE_UI_RECEIVER') + '/hooks/form';
+
+scenario('subscription form', async (page) => {
+  await signIn(page, admin, 'admin');
+  await page.click('#nav a[data-nav=subscriptions]');
+  await page.click('#new-subscription');
+  await page.fill('#code', 'ui-form-orders');
+  await page.fill('#name', 'Orders (created in the UI)');
+  await page.fill('#eventTypes', 'ui.form.order.*');
+  await page.fill('#target', 'ftp://receiver.example.com/hooks');
+  await page.selectOption('#mode', 'NEXT_ON_ERROR');
+  await page.click('#subscription-save');
+
+  const err = page.locator('.field[data-pointer="/target"] .field-error');
+  await err.waitFor({ timeout: 15000 });
+  const text = await err.textContent();
+  check(/http/i.test(text), `the error by the URL field says "${text}", want the API's message about http/https`);
+  check(await page.locator('.field[data-pointer="/target"]').evaluate((e) => e.classList.contains('invalid')), 'the URL field is not marked invalid');
+  check(await page.locator('.field-error').count() === 1, 'errors were placed by other fields too');
+  await shot(page, 'error');
+
+  await page.fill('#target', target);
+  await page.click('#subscription-save');
+  const secret = await page.locator('#secret-value').textContent({ timeout: 15000 });
+  check(secret.startsWith('whsec_'), `the secret shown is "${secret}"`);
+  await page.click('.modal-foot .btn.primary');
+  await page.locator('#sub-status [data-status=ACTIVE]').waitFor();
+  check((await page.locator('h1').textContent()) === 'ui-form-orders', 'the detail page shows another subscription');
+
+  const subs = await api('GET', '/api/subscriptions', undefined, admin);
+  const s = subs.items.find((x) => x.code === 'ui-form-orders');
+  check(s, 'the API does not list the subscription');
+  check(s.target === target && s.mode === 'NEXT_ON_ERROR' && s.eventTypes[0].eventTypeCode === 'ui.form.order.*', 'the stored subscription differs: ' + JSON.stringify(s));
+
+  // Pause and resume from its page.
+  await page.click('#pause');
+  await page.locator('#sub-status [data-status=PAUSED]').waitFor();
+  await until(async () => (await api('GET', '/api/subscriptions/' + s.id, undefined, admin)).status === 'PAUSED', 'the API does not show it paused');
+  await page.click('#resume');
+  await page.locator('#sub-status [data-status=ACTIVE]').waitFor();
+  await shot(page);
+});
