@@ -198,6 +198,17 @@ func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("get original of duplicate event %d: %w", i, err)
 		}
+		if orig.FannedOutAt == nil {
+			// The first request stored the event but not yet its jobs: it
+			// died in between (killed, cut off) or is still writing them.
+			// Finish the fan-out before answering, so that the producer's
+			// next event of a message group cannot overtake this one's jobs
+			// (the fan-out poller would create them only later). Idempotent
+			// with the first request and the poller: the job ids are derived.
+			if _, err := s.FanOut(ctx, orig); err != nil {
+				return nil, fmt.Errorf("complete fan-out of duplicate event %d: %w", i, err)
+			}
+		}
 		jobs, err := s.cfg.Store.JobListByEvent(ctx, orig.ID)
 		if err != nil {
 			return nil, fmt.Errorf("list jobs of event %s: %w", orig.ID, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/hooklane/hooklane/clocktest"
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/pipelinetest"
 	"github.com/hooklane/hooklane/queue"
@@ -20,11 +21,14 @@ import (
 )
 
 type serviceBundle struct {
-	svc   *ingest.Service
-	store *sqlitestore.Store
-	queue *memqueue.Queue
-	clock *clocktest.Clock
-	sub   *subscription.Subscription
+	svc      *ingest.Service
+	store    *sqlitestore.Store
+	queue    *memqueue.Queue
+	clock    *clocktest.Clock
+	sub      *subscription.Subscription
+	ids      *idgen.Generator
+	registry *schema.Registry
+	subs     *subscription.Cache
 }
 
 func setupService(t *testing.T) *serviceBundle {
@@ -38,7 +42,7 @@ func setupService(t *testing.T) *serviceBundle {
 		Target: "http://127.0.0.1:9/hook", CreatedAt: clk.Now(), UpdatedAt: clk.Now()}
 	sub.ApplyDefaults()
 	require.NoError(t, st.SubscriptionInsert(ctx, sub))
-	return &serviceBundle{svc: p.Ingest, store: st, queue: p.Queue, clock: clk, sub: sub}
+	return &serviceBundle{svc: p.Ingest, store: st, queue: p.Queue, clock: clk, sub: sub, ids: ids, registry: p.Registry, subs: p.Subs}
 }
 
 func orderEvent() cloudevent.Event {
@@ -84,6 +88,70 @@ func TestDuplicateResendsJobsNeverSent(t *testing.T) {
 	msgs := receive()
 	require.Len(t, msgs, 1)
 	require.Equal(t, job.ID, string(msgs[0].Body))
+}
+
+// halfWrittenStore is the real store as a writer that died between an
+// event and its jobs leaves it (the MongoDB adapter writes them one after
+// the other, without a transaction): the events named in unfanned read
+// back without their fanned-out mark.
+type halfWrittenStore struct {
+	*sqlitestore.Store
+	unfanned map[string]bool
+}
+
+func (s *halfWrittenStore) EventGetByID(ctx context.Context, id string) (*ingest.StoredEvent, error) {
+	ev, err := s.Store.EventGetByID(ctx, id)
+	if err == nil && s.unfanned[id] {
+		ev.FannedOutAt = nil
+	}
+	return ev, err
+}
+
+func (s *halfWrittenStore) EventMarkFannedOut(ctx context.Context, ids []string, at time.Time) error {
+	for _, id := range ids {
+		delete(s.unfanned, id)
+	}
+	return s.Store.EventMarkFannedOut(ctx, ids, at)
+}
+
+// TestDuplicateCompletesHalfWrittenFanOut covers a first request that
+// stored its event and died before its jobs: the producer's retry must
+// create and queue the jobs before it answers — the fan-out poller would do
+// it only later, after the producer's next events of the same message
+// group had overtaken this one.
+func TestDuplicateCompletesHalfWrittenFanOut(t *testing.T) {
+	t.Parallel()
+	b := setupService(t)
+	ctx := context.Background()
+
+	// The first request's event write, without its jobs.
+	ev := orderEvent()
+	now := b.clock.Now()
+	stored := &ingest.StoredEvent{ID: "01JDAAAAAAAAAAAAAAAAAAAAAB", ReceivedAt: now, DedupKey: ingest.DedupKey(&ev), Event: ev}
+	_, err := b.store.EventIngest(ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: stored}}})
+	require.NoError(t, err)
+	st := &halfWrittenStore{Store: b.store, unfanned: map[string]bool{stored.ID: true}}
+	enq := &dispatch.Enqueuer{Queue: b.queue, Store: b.store, NewID: b.ids.New, NowFunc: b.clock.Now}
+	svc := ingest.New(ingest.Config{Store: st, Validator: b.registry, Matcher: b.subs, Enqueuer: enq, IDs: b.ids, NowFunc: b.clock.Now})
+
+	// An immediate retry: the duplicate answer carries the job, stored and
+	// already sent.
+	b.clock.Advance(100 * time.Millisecond)
+	res, err := svc.Ingest(ctx, &ingest.Request{Mode: ingest.ModeStructured, Events: []cloudevent.Event{orderEvent()}})
+	require.NoError(t, err)
+	require.True(t, res[0].Duplicate)
+	require.Equal(t, stored.ID, res[0].Event.ID)
+	require.Len(t, res[0].Jobs, 1)
+	want := ingest.NewJob(stored, b.sub, now)
+	require.Equal(t, want.ID, res[0].Jobs[0].ID, "the job id is the one the first request would have written")
+	jobs, err := b.store.JobListByEvent(ctx, stored.ID)
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	msgs, err := b.queue.Receive(ctx, queue.ReceiveParams{Max: 10})
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	require.Equal(t, want.ID, string(msgs[0].Body))
+	require.Empty(t, st.unfanned, "the event is marked fanned out")
 }
 
 // TestIngestQueuesNewJobs checks the plain path: a new event's job is

@@ -131,13 +131,13 @@ func newTestQueue(t *testing.T, endpoint string) string {
 // and that first attempts kept ingest order (NEXT_ON_ERROR).
 func TestMultiInstanceNoLossAndOrdering(t *testing.T) {
 	t.Parallel()
-	// The scale is 100 groups × 50 events (5,000); the default is
-	// smaller because the MongoDB-compatible test server (FerretDB v1 on
-	// SQLite) pushes down only {_id} filters and scans whole collections
-	// for everything else, so its cost grows with the data. Run the full
-	// scale with HOOKLANE_TEST_MULTI_GROUPS=100 HOOKLANE_TEST_MULTI_PER_GROUP=50.
-	groups := envInt("HOOKLANE_TEST_MULTI_GROUPS", 40)
-	perGroup := envInt("HOOKLANE_TEST_MULTI_PER_GROUP", 10)
+	// 100 groups × 50 events (5,000), the production-adapters issue's
+	// scale; smaller runs while iterating with HOOKLANE_TEST_MULTI_GROUPS
+	// and HOOKLANE_TEST_MULTI_PER_GROUP. It needs the patched FerretDB of
+	// localstack/ferretdb/patch.sh: upstream FerretDB scans whole
+	// collections per query and falls below one delivery a second here.
+	groups := envInt("HOOKLANE_TEST_MULTI_GROUPS", 100)
+	perGroup := envInt("HOOKLANE_TEST_MULTI_PER_GROUP", 50)
 	const (
 		posters = 20
 		batch   = 10
@@ -253,7 +253,9 @@ func TestMultiInstanceNoLossAndOrdering(t *testing.T) {
 	}
 	require.Len(t, want, groups*perGroup)
 
-	deadline := time.Now().Add(5 * time.Minute)
+	// Generous: one surviving instance delivers the backlog on a shared
+	// 2-core machine (about 3 minutes measured there, with other suites).
+	deadline := time.Now().Add(10 * time.Minute)
 	for {
 		recv.mu.Lock()
 		missing := 0
