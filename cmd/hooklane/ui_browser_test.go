@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,4 +202,98 @@ func TestUIDashboardInChromium(t *testing.T) {
 		scenario(t, "retry_job")
 		require.Equal(t, 2, recv.deliveries("/hooks/invoices"))
 	})
+	t.Run("stream drop resumes with Last-Event-ID", func(t *testing.T) {
+		p := newStreamProxy(t, gw.base)
+		e := map[string]string{"HOOKLANE_UI_SCREENSHOT": filepath.Join(shots, "ui-stream-resume.png")}
+		for k, v := range env {
+			e[k] = v
+		}
+		e["HOOKLANE_UI_BASE"] = p.srv.URL
+		runScenario(t, dir, "stream_resume", e)
+		ids := p.lastEventIDs()
+		require.GreaterOrEqual(t, len(ids), 2, "the page never reconnected")
+		require.Empty(t, ids[0], "the first connection resumes nothing")
+		require.NotEmpty(t, ids[len(ids)-1], "the reconnect did not send Last-Event-ID")
+	})
+}
+
+// streamProxy is a loopback reverse proxy in front of the gateway that can
+// drop the open status streams and refuse new ones (503) until released,
+// recording the Last-Event-ID header of every stream request.
+type streamProxy struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	open    map[*http.Request]context.CancelFunc
+	held    bool
+	refused int
+	ids     []string
+}
+
+func newStreamProxy(t *testing.T, upstream string) *streamProxy {
+	t.Helper()
+	target, err := url.Parse(upstream)
+	require.NoError(t, err)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.FlushInterval = -1
+	p := &streamProxy{open: map[*http.Request]context.CancelFunc{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /__proxy/drop", func(w http.ResponseWriter, _ *http.Request) {
+		p.mu.Lock()
+		p.held = true
+		n := len(p.open)
+		for _, cancel := range p.open {
+			cancel()
+		}
+		p.mu.Unlock()
+		writeJSON(w, map[string]any{"closed": n})
+	})
+	mux.HandleFunc("POST /__proxy/release", func(w http.ResponseWriter, _ *http.Request) {
+		p.mu.Lock()
+		p.held = false
+		n := p.refused
+		p.mu.Unlock()
+		writeJSON(w, map[string]any{"refused": n})
+	})
+	mux.HandleFunc("POST /__proxy/log", func(w http.ResponseWriter, _ *http.Request) {
+		p.mu.Lock()
+		refused := p.refused
+		p.mu.Unlock()
+		writeJSON(w, map[string]any{"lastEventIds": p.lastEventIDs(), "refused": refused})
+	})
+	mux.HandleFunc("/api/stream", func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		if p.held {
+			p.refused++
+			p.mu.Unlock()
+			http.Error(w, "stream held by the test proxy", http.StatusServiceUnavailable)
+			return
+		}
+		p.ids = append(p.ids, r.Header.Get("Last-Event-ID"))
+		ctx, cancel := context.WithCancel(r.Context())
+		r = r.WithContext(ctx)
+		p.open[r] = cancel
+		p.mu.Unlock()
+		defer func() {
+			p.mu.Lock()
+			delete(p.open, r)
+			p.mu.Unlock()
+			cancel()
+		}()
+		rp.ServeHTTP(w, r)
+	})
+	mux.Handle("/", rp)
+	p.srv = httptest.NewServer(mux)
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *streamProxy) lastEventIDs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string{}, p.ids...)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
 }

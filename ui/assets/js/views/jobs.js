@@ -1,7 +1,7 @@
 // Jobs: a filterable table that follows the stream, and the bulk redrive
 // of the filtered ERROR or CANCELLED jobs.
 import { api, listAll, qs } from '../api.js';
-import { h, fill, badge, codeBadge, fmtTime, ago, shortId, throttle, errorBox, toast, modal } from '../dom.js';
+import { h, fill, badge, codeBadge, fmtTime, fmtMs, ago, shortId, throttle, errorBox, toast, modal } from '../dom.js';
 
 export const needs = 'jobs';
 
@@ -99,6 +99,6 @@ function row(j) {
     h('td', { class: 'mono small' }, j.code),
     h('td', { class: 'mono small ellipsis', title: j.messageGroup || '' }, group || h('span', { class: 'muted' }, '—')),
     h('td', { class: 'num' }, `${j.attemptCount}/${j.maxAttempts}`),
-    h('td', {}, last ? codeBadge(last.statusCode) : h('span', { class: 'muted' }, '—'), last && last.error ? h('span', { class: 'small muted ellipsis err-snippet', title: last.error }, ' ' + last.error) : null),
+    h('td', { class: 'nowrap' }, last ? [codeBadge(last.statusCode), h('span', { class: 'small muted' }, ' ' + fmtMs(last.durationMs))] : h('span', { class: 'muted' }, '—'), last && last.error ? h('span', { class: 'small muted ellipsis err-snippet', title: last.error }, ' ' + last.error) : null),
     h('td', { class: 'small', title: fmtTime(j.createdAt) }, h('span', { 'data-ago': j.createdAt }, ago(j.createdAt))));
 }
