@@ -64,6 +64,11 @@
 //     park is never missed. Jobs of a paused subscription are parked with
 //     BlockedBy = dispatch.BlockedByPaused and released by
 //     ReleaseSubscription when it is resumed.
+//   - In both modes, an earlier job that holds a later one back while it is
+//     QUEUED, never attempted and unchanged for Config.LostHeadAfter is
+//     taken as lost (its sender died between the store write and the send)
+//     and sent again (resendLostHead), so the group does not wait for the
+//     stale-queued rescuer.
 //
 // # Pools
 //

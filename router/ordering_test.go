@@ -197,3 +197,40 @@ func TestImmediateRunsInParallel(t *testing.T) {
 		require.Equal(t, 1, done.AttemptCount)
 	}
 }
+
+// TestLostHeadIsSentAgain covers the first job of a group whose message
+// never reached the queue (its sender died between the store write and the
+// send) while the next job's did: the router, holding the next job back,
+// sends the lost one again, and both are delivered in order without waiting
+// for the stale-queued rescuer (not running here).
+func TestLostHeadIsSentAgain(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []dispatch.Mode{dispatch.ModeNextOnError, dispatch.ModeBlockOnError} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var arrivals []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				arrivals = append(arrivals, r.Header.Get("webhook-id"))
+				mu.Unlock()
+				w.WriteHeader(http.StatusNoContent)
+			}))
+			t.Cleanup(srv.Close)
+			g := newGW(t, gwOptions{})
+			retry := dispatch.Retry{MaxAttempts: 3, InitialBackoffSeconds: 1, MaxBackoffSeconds: 1}
+			lost := g.taskJob(srv.URL, mode, "g", retry)
+			// Stored a minute ago, never sent.
+			lost.UpdatedAt = lost.UpdatedAt.Add(-time.Minute)
+			require.NoError(t, g.st.JobInsertMany(context.Background(), &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{lost}}))
+			next := g.taskJob(srv.URL, mode, "g", retry)
+			g.submit(next)
+
+			g.waitStatus(lost.ID, dispatch.StatusCompleted, 30*time.Second)
+			g.waitStatus(next.ID, dispatch.StatusCompleted, 30*time.Second)
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, []string{lost.ID, next.ID}, arrivals)
+		})
+	}
+}

@@ -41,6 +41,10 @@ const (
 	// PoolBusyDelayDefault is how long a message whose pool has no room
 	// left in this router stays invisible before it is received again.
 	PoolBusyDelayDefault = time.Second
+	// LostHeadAfterDefault is how long an earlier job of an ordered group
+	// may stay QUEUED and never attempted, while a later job of its group
+	// already reached a router, before that router sends it again.
+	LostHeadAfterDefault = 10 * time.Second
 )
 
 // Store is what the router needs of the store.
@@ -84,6 +88,14 @@ type Config struct {
 	// PoolBusyDelay is how long a message is put back when its pool has no
 	// room in this router. Default PoolBusyDelayDefault.
 	PoolBusyDelay time.Duration
+	// LostHeadAfter is how old (since its last change) a never-attempted
+	// QUEUED job holding back a later job of its ordered group must be for
+	// the router to send it to the queue again: a later message of a FIFO
+	// group arriving while an earlier one is neither in flight nor done
+	// means the earlier message was lost (its sender died between the
+	// store write and the send). Without this the group would wait for the
+	// stale-queued rescuer. Default LostHeadAfterDefault.
+	LostHeadAfter time.Duration
 	// RandFunc returns a float in [0,1) for backoff jitter; nil uses
 	// math/rand/v2.
 	RandFunc func() float64
@@ -127,6 +139,9 @@ func New(cfg Config) *Router {
 	}
 	if cfg.PoolBusyDelay <= 0 {
 		cfg.PoolBusyDelay = PoolBusyDelayDefault
+	}
+	if cfg.LostHeadAfter <= 0 {
+		cfg.LostHeadAfter = LostHeadAfterDefault
 	}
 	if cfg.NowFunc == nil {
 		cfg.NowFunc = time.Now
@@ -463,6 +478,7 @@ func (r *Router) holdForOrder(ctx context.Context, job *dispatch.Job) (bool, err
 		if len(earlier) == 0 {
 			return false, nil
 		}
+		r.resendLostHead(ctx, earlier[0])
 		now := r.cfg.NowFunc()
 		if err := job.Transition(dispatch.StatusPending, now); err != nil {
 			return true, nil //nolint:nilerr // moved on meanwhile
@@ -499,6 +515,7 @@ func (r *Router) holdForOrder(ctx context.Context, job *dispatch.Job) (bool, err
 			if e.AttemptCount > 0 {
 				continue // has left the line: retries later
 			}
+			r.resendLostHead(ctx, e)
 			now := r.cfg.NowFunc()
 			due := now
 			if e.Status == dispatch.StatusPending && e.NextAttemptAt != nil && e.NextAttemptAt.After(now) {
@@ -509,6 +526,27 @@ func (r *Router) holdForOrder(ctx context.Context, job *dispatch.Job) (bool, err
 	case dispatch.ModeImmediate:
 	}
 	return false, nil
+}
+
+// resendLostHead sends head, an earlier job of the group that holds a later
+// one back, to the queue again when it looks lost: QUEUED, never attempted,
+// unchanged for LostHeadAfter (see Config). Sending a job that is in fact
+// still queued is harmless: within the queue's deduplication window the
+// same (job, version) is dropped, and after it the router drops a message
+// whose job moved on. Failures are logged; the stale-queued rescuer remains
+// the safety net.
+func (r *Router) resendLostHead(ctx context.Context, head *dispatch.Job) {
+	if head.Status != dispatch.StatusQueued || head.AttemptCount > 0 || head.Delivery == dispatch.DeliveryPull {
+		return
+	}
+	if r.cfg.NowFunc().Sub(head.UpdatedAt) < r.cfg.LostHeadAfter {
+		return
+	}
+	r.cfg.Logger.InfoContext(ctx, "sending a lost head of its group again",
+		"job_id", head.ID, "message_group", head.MessageGroup, "queued_at", head.UpdatedAt)
+	if _, err := r.cfg.Enqueuer.Enqueue(ctx, []*dispatch.Job{head}); err != nil {
+		r.cfg.Logger.WarnContext(ctx, "send lost head of group", "job_id", head.ID, "error", err)
+	}
 }
 
 // prepareEventJob loads what an EVENT job's delivery needs. proceed is false
