@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // SpecVersion is the only CloudEvents version Hooklane accepts.
@@ -119,32 +120,21 @@ func IsReserved(name string) bool { return reserved[name] }
 // in a stable order: the specification attributes, the extensions sorted by
 // name, then data.
 func (e Event) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(256 + len(e.Data) + len(e.DataBase64)*4/3)
-	buf.WriteByte('{')
+	buf := make([]byte, 0, 256+len(e.Data)+len(e.DataBase64)*4/3)
+	buf = append(buf, '{')
 	first := true
-	field := func(name string, v any) error {
+	key := func(name string) {
 		if !first {
-			buf.WriteByte(',')
+			buf = append(buf, ',')
 		}
 		first = false
-		k, _ := json.Marshal(name)
-		buf.Write(k)
-		buf.WriteByte(':')
-		if raw, ok := v.(json.RawMessage); ok {
-			buf.Write(raw)
-			return nil
-		}
-		b, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encode attribute %s: %w", name, err)
-		}
-		buf.Write(b)
-		return nil
+		buf = appendJSONString(buf, name)
+		buf = append(buf, ':')
 	}
 	str := func(name, v string) {
 		if v != "" {
-			_ = field(name, v)
+			key(name)
+			buf = appendJSONString(buf, v)
 		}
 	}
 	str("specversion", e.SpecVersion)
@@ -158,17 +148,62 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	str("datacontenttype", e.DataContentType)
 	str("dataschema", e.DataSchema)
 	for _, k := range slices.Sorted(maps.Keys(e.Extensions)) {
-		if err := field(k, e.Extensions[k]); err != nil {
-			return nil, err
+		key(k)
+		switch v := e.Extensions[k].(type) {
+		case string:
+			buf = appendJSONString(buf, v)
+		case json.RawMessage:
+			buf = append(buf, v...)
+		default:
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, fmt.Errorf("encode attribute %s: %w", k, err)
+			}
+			buf = append(buf, b...)
 		}
 	}
 	if e.Data != nil {
-		_ = field("data", e.Data)
+		key("data")
+		buf = append(buf, e.Data...)
 	} else if e.DataBase64 != nil {
 		str("data_base64", base64.StdEncoding.EncodeToString(e.DataBase64))
 	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	buf = append(buf, '}')
+	return buf, nil
+}
+
+// appendJSONString appends s encoded exactly as json.Marshal encodes it.
+// Printable ASCII other than the characters json.Marshal escapes (quote,
+// backslash and, for HTML safety, <, > and &) is written as is; any other
+// string goes through json.Marshal.
+func appendJSONString(b []byte, s string) []byte {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// rawString decodes the JSON value v (valid JSON, as json.RawMessage
+// holds it) as a string, exactly as json.Unmarshal into a string does;
+// ok is false when v is not a string. A string without escapes whose bytes
+// are valid UTF-8 is its bytes between the quotes: no second scan.
+func rawString(v []byte) (string, bool) {
+	if n := len(v); n >= 2 && v[0] == '"' && v[n-1] == '"' {
+		inner := v[1 : n-1]
+		if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+			return string(inner), true
+		}
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // UnmarshalJSON decodes an event in the CloudEvents JSON format without
@@ -189,9 +224,12 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		if !ok || string(v) == "null" {
 			return
 		}
-		if err := json.Unmarshal(v, dst); err != nil {
+		str, ok := rawString(v)
+		if !ok {
 			errs = append(errs, &AttributeError{Name: name, Message: "must be a string"})
+			return
 		}
+		*dst = str
 	}
 	str("specversion", &e.SpecVersion)
 	str("id", &e.ID)
@@ -211,7 +249,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		}
 	}
 	if d, ok := raw["data"]; ok {
-		e.Data = append(json.RawMessage(nil), d...)
+		e.Data = d // json.RawMessage decodes into a copy of its own
 	}
 	if d, ok := raw["data_base64"]; ok && string(d) != "null" {
 		var s string
@@ -247,6 +285,19 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 }
 
 func decodeExtension(v json.RawMessage) (any, error) {
+	// The common values need no decoder: v is valid JSON already.
+	switch {
+	case len(v) > 0 && v[0] == '"':
+		if str, ok := rawString(v); ok {
+			return str, nil
+		}
+	case string(v) == "true":
+		return true, nil
+	case string(v) == "false":
+		return false, nil
+	case string(v) == "null":
+		return nil, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(v))
 	dec.UseNumber()
 	var val any
