@@ -85,3 +85,36 @@ func TestPausedSubscriptionWaitsThenResumes(t *testing.T) {
 	require.Equal(t, "order-processor", h.Get("hooklane-subscription"))
 	require.Equal(t, j.ID, h.Get("webhook-id"))
 }
+
+// TestJobWithoutStoredEventEndsInError covers an operator's retry of a job
+// whose event has passed the event retention: the job ends in ERROR with a
+// clear reason at once, instead of its message coming back forever.
+func TestJobWithoutStoredEventEndsInError(t *testing.T) {
+	t.Parallel()
+	delivered := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		delivered <- struct{}{}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	g := newGW(t, gwOptions{})
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	sub := &subscription.Subscription{ID: g.ids.New(), Code: "orders", Target: srv.URL,
+		EventTypes: []subscription.Binding{{EventTypeCode: "shop:order:created"}}, CreatedAt: now, UpdatedAt: now}
+	sub.ApplyDefaults()
+	require.NoError(t, g.st.SubscriptionInsert(ctx, sub))
+	j := &dispatch.Job{
+		ID: g.ids.New(), Kind: dispatch.KindEvent, Code: "shop:order:created", EventID: g.ids.New(), SubscriptionID: sub.ID,
+		Subscription: sub.Code, TargetURL: srv.URL, Mode: dispatch.ModeImmediate, Delivery: dispatch.DeliveryPush,
+		TimeoutSeconds: 5, MaxAgeSeconds: 3600, Retry: sub.Retry, Status: dispatch.StatusQueued, MaxAttempts: sub.Retry.MaxAttempts,
+		Attempts: []dispatch.Attempt{}, CreatedAt: now, UpdatedAt: now, Version: 1,
+	}
+	g.submit(j)
+
+	got := g.waitStatus(j.ID, dispatch.StatusError, 20*time.Second)
+	require.NotNil(t, got.LastError)
+	require.Contains(t, *got.LastError, "no longer stored")
+	require.Zero(t, got.AttemptCount, "nothing was attempted")
+	require.Empty(t, delivered)
+}

@@ -570,6 +570,13 @@ func (r *Router) prepareEventJob(ctx context.Context, d *Delivery) (proceed bool
 		return false, r.park(ctx, job, r.cfg.NowFunc().Add(r.cfg.PausedRecheck), "subscription paused", dispatch.BlockedByPaused)
 	}
 	ev, err := r.cfg.Store.EventGetByID(ctx, job.EventID)
+	if errors.Is(err, store.ErrNotFound) {
+		// Cleanup keeps the events of unfinished jobs, so this is an
+		// operator's retry of a finished job whose event has since passed
+		// the event retention: nothing left to deliver.
+		_, err := r.finish(ctx, job, Result{Err: Permanent(fmt.Errorf("event %s is no longer stored (past the event retention)", job.EventID))}, false)
+		return false, err
+	}
 	if err != nil {
 		return false, fmt.Errorf("get event %s: %w", job.EventID, err)
 	}
