@@ -45,6 +45,25 @@ func setupService(t *testing.T) *serviceBundle {
 	return &serviceBundle{svc: p.Ingest, store: st, queue: p.Queue, clock: clk, sub: sub, ids: ids, registry: p.Registry, subs: p.Subs}
 }
 
+// firstWrite stores what a first request for orderEvent wrote before it
+// died: the event with id, and its job when withJob. It returns both (the
+// job is built either way: it is what the first request would have
+// written).
+func (b *serviceBundle) firstWrite(t *testing.T, id string, withJob bool) (*ingest.StoredEvent, *dispatch.Job) {
+	t.Helper()
+	ev := orderEvent()
+	now := b.clock.Now()
+	stored := &ingest.StoredEvent{ID: id, ReceivedAt: now, DedupKey: ingest.DedupKey(&ev), Event: ev}
+	job := ingest.NewJob(stored, b.sub, now)
+	item := ingest.EventIngestItem{Event: stored}
+	if withJob {
+		item.Jobs = []*dispatch.Job{job}
+	}
+	_, err := b.store.EventIngest(context.Background(), &ingest.EventIngestParams{Items: []ingest.EventIngestItem{item}})
+	require.NoError(t, err)
+	return stored, job
+}
+
 func orderEvent() cloudevent.Event {
 	return cloudevent.Event{SpecVersion: "1.0", ID: "o-1", Source: "/shop", Type: "shop.order.created", Data: []byte(`{}`)}
 }
@@ -59,12 +78,7 @@ func TestDuplicateResendsJobsNeverSent(t *testing.T) {
 	ctx := context.Background()
 
 	// The first request's store write, without its queue send.
-	ev := orderEvent()
-	now := b.clock.Now()
-	stored := &ingest.StoredEvent{ID: "01JDAAAAAAAAAAAAAAAAAAAAAA", ReceivedAt: now, DedupKey: ingest.DedupKey(&ev), Event: ev}
-	job := ingest.NewJob(stored, b.sub, now)
-	_, err := b.store.EventIngest(ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: stored, Jobs: []*dispatch.Job{job}}}})
-	require.NoError(t, err)
+	_, job := b.firstWrite(t, "01JDAAAAAAAAAAAAAAAAAAAAAA", true)
 
 	receive := func() []queue.Message {
 		msgs, err := b.queue.Receive(ctx, queue.ReceiveParams{Max: 10})
@@ -125,11 +139,7 @@ func TestDuplicateCompletesHalfWrittenFanOut(t *testing.T) {
 	ctx := context.Background()
 
 	// The first request's event write, without its jobs.
-	ev := orderEvent()
-	now := b.clock.Now()
-	stored := &ingest.StoredEvent{ID: "01JDAAAAAAAAAAAAAAAAAAAAAB", ReceivedAt: now, DedupKey: ingest.DedupKey(&ev), Event: ev}
-	_, err := b.store.EventIngest(ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: stored}}})
-	require.NoError(t, err)
+	stored, want := b.firstWrite(t, "01JDAAAAAAAAAAAAAAAAAAAAAB", false)
 	st := &halfWrittenStore{Store: b.store, unfanned: map[string]bool{stored.ID: true}}
 	enq := &dispatch.Enqueuer{Queue: b.queue, Store: b.store, NewID: b.ids.New, NowFunc: b.clock.Now}
 	svc := ingest.New(ingest.Config{Store: st, Validator: b.registry, Matcher: b.subs, Enqueuer: enq, IDs: b.ids, NowFunc: b.clock.Now})
@@ -142,7 +152,6 @@ func TestDuplicateCompletesHalfWrittenFanOut(t *testing.T) {
 	require.True(t, res[0].Duplicate)
 	require.Equal(t, stored.ID, res[0].Event.ID)
 	require.Len(t, res[0].Jobs, 1)
-	want := ingest.NewJob(stored, b.sub, now)
 	require.Equal(t, want.ID, res[0].Jobs[0].ID, "the job id is the one the first request would have written")
 	jobs, err := b.store.JobListByEvent(ctx, stored.ID)
 	require.NoError(t, err)
