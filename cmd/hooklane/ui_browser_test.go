@@ -24,17 +24,18 @@ import (
 
 // switchReceiver is a webhook receiver on 127.0.0.1 whose answer per path
 // the browser scenarios switch with POST /control?path=…&status=…
-// (default 200).
+// (default 200), and optionally &delayMs=… (at most 2 s) before answering.
 type switchReceiver struct {
 	srv    *httptest.Server
 	mu     sync.Mutex
 	status map[string]int
+	delay  map[string]time.Duration
 	got    map[string]int
 }
 
 func newSwitchReceiver(t *testing.T) *switchReceiver {
 	t.Helper()
-	r := &switchReceiver{status: map[string]int{}, got: map[string]int{}}
+	r := &switchReceiver{status: map[string]int{}, delay: map[string]time.Duration{}, got: map[string]int{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.URL.Path == "/control" {
 			code, err := strconv.Atoi(req.URL.Query().Get("status"))
@@ -42,8 +43,10 @@ func newSwitchReceiver(t *testing.T) *switchReceiver {
 				http.Error(w, "status must be an HTTP status code", http.StatusBadRequest)
 				return
 			}
+			delay, _ := strconv.Atoi(req.URL.Query().Get("delayMs"))
 			r.mu.Lock()
 			r.status[req.URL.Query().Get("path")] = code
+			r.delay[req.URL.Query().Get("path")] = time.Duration(min(max(delay, 0), 2000)) * time.Millisecond
 			r.mu.Unlock()
 			w.WriteHeader(http.StatusNoContent)
 			return
@@ -51,10 +54,18 @@ func newSwitchReceiver(t *testing.T) *switchReceiver {
 		_, _ = io.Copy(io.Discard, req.Body)
 		r.mu.Lock()
 		code, ok := r.status[req.URL.Path]
+		delay := r.delay[req.URL.Path]
 		r.got[req.URL.Path]++
 		r.mu.Unlock()
 		if !ok {
 			code = http.StatusOK
+		}
+		if delay > 0 {
+			// A slow receiver, for the slowest-targets table.
+			select {
+			case <-time.After(delay):
+			case <-req.Context().Done():
+			}
 		}
 		w.WriteHeader(code)
 		if code >= 400 {
@@ -104,7 +115,13 @@ func screenshotDir(t *testing.T) string {
 // killed with it), and fails the test unless it passed.
 func runScenario(t *testing.T, dir, name string, env map[string]string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	return runScenarioFor(t, dir, name, env, 120*time.Second)
+}
+
+// runScenarioFor is runScenario with another time bound.
+func runScenarioFor(t *testing.T, dir, name string, env map[string]string, bound time.Duration) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), bound)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, name+".mjs"))
 	cmd.Dir = dir
@@ -189,10 +206,17 @@ func TestUIDashboardInChromium(t *testing.T) {
 			found = found || s.(map[string]any)["code"] == "ui-form-orders"
 		}
 		require.True(t, found, "the form did not create the subscription")
+		require.Equal(t, 1, recv.deliveries("/hooks/form"), "the test event was delivered once")
 	})
 	t.Run("jobs live and overview counters", func(t *testing.T) {
 		scenario(t, "jobs_live")
 		require.Equal(t, 17, recv.deliveries("/hooks/live"))
+	})
+	t.Run("event types: lifecycle and a payload tried", func(t *testing.T) {
+		scenario(t, "event_types")
+		status, _, v := gw.do(t, http.MethodGet, "/api/event-types/ui.live.order.created/versions/1.1", "", "", admin)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "CURRENT", v["status"], "the promote button did not move the version")
 	})
 	t.Run("blocked lane unblocked by cancel", func(t *testing.T) {
 		scenario(t, "blocked_lane")
@@ -202,6 +226,18 @@ func TestUIDashboardInChromium(t *testing.T) {
 		scenario(t, "retry_job")
 		require.Equal(t, 2, recv.deliveries("/hooks/invoices"))
 	})
+	if os.Getenv("HOOKLANE_UI_DOCS") != "" {
+		// Not a check: the README's screenshots (docs/), taken after a
+		// minute and a half of mixed traffic. Run with HOOKLANE_UI_DOCS=1
+		// HOOKLANE_UI_SCREENSHOTS=docs.
+		t.Run("docs screenshots", func(t *testing.T) {
+			e := map[string]string{"HOOKLANE_UI_SCREENSHOT": filepath.Join(shots, "ui.png")}
+			for k, v := range env {
+				e[k] = v
+			}
+			runScenarioFor(t, dir, "docs_screens", e, 4*time.Minute)
+		})
+	}
 	t.Run("stream drop resumes with Last-Event-ID", func(t *testing.T) {
 		p := newStreamProxy(t, gw.base)
 		e := map[string]string{"HOOKLANE_UI_SCREENSHOT": filepath.Join(shots, "ui-stream-resume.png")}

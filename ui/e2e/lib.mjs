@@ -56,8 +56,8 @@ export async function postEvent(key, type, data, ext = {}) {
 }
 
 /** setReceiver switches the answer of the test receiver for one path. */
-export async function setReceiver(p, status) {
-  const resp = await fetch(env('HOOKLANE_UI_RECEIVER') + '/control?path=' + encodeURIComponent(p) + '&status=' + status, { method: 'POST' });
+export async function setReceiver(p, status, delayMs = 0) {
+  const resp = await fetch(env('HOOKLANE_UI_RECEIVER') + '/control?path=' + encodeURIComponent(p) + '&status=' + status + '&delayMs=' + delayMs, { method: 'POST' });
   check(resp.ok, 'the receiver refused the switch: ' + resp.status);
 }
 
@@ -87,10 +87,10 @@ export async function signIn(page, key, expectRole) {
 }
 
 /** shot saves a screenshot under the scenario's screenshot path. */
-export async function shot(page, suffix = '') {
+export async function shot(page, suffix = '', fullPage = false) {
   const p = env('HOOKLANE_UI_SCREENSHOT');
   const out = suffix ? p.replace(/\.png$/, `-${suffix}.png`) : p;
-  await page.screenshot({ path: out, fullPage: false });
+  await page.screenshot({ path: out, fullPage });
   console.log('screenshot ' + path.resolve(out));
   return out;
 }

@@ -43,5 +43,23 @@ scenario('subscription form', async (page) => {
   await until(async () => (await api('GET', '/api/subscriptions/' + s.id, undefined, admin)).status === 'PAUSED', 'the API does not show it paused');
   await page.click('#resume');
   await page.locator('#sub-status [data-status=ACTIVE]').waitFor();
+
+  // Send a test event: its job for this subscription is linked.
+  await page.click('#send-test');
+  await page.fill('#test-type', 'ui.form.order.created');
+  await page.click('#test-send');
+  const link = page.locator('.test-out a[href^="#/jobs/"]');
+  await link.waitFor({ timeout: 15000 });
+  const jobId = (await link.getAttribute('href')).split('/').pop();
+  await until(async () => (await api('GET', '/api/dispatch-jobs/' + jobId, undefined, admin)).status === 'COMPLETED', 'the test event was not delivered');
+  await page.click('.modal-head .icon-btn');
+
+  // Rotate the secret: a new one is shown.
+  await page.click('#rotate-secret');
+  const rotated = await page.locator('#secret-value').textContent({ timeout: 15000 });
+  check(rotated.startsWith('whsec_') && rotated !== secret, 'rotation did not show a new secret');
+  const secrets = await api('GET', `/api/subscriptions/${s.id}/secret`, undefined, admin);
+  check(secrets.secrets.some((x) => x.secret === rotated) && secrets.secrets.length === 2, 'the API does not hold the new and the old secret');
+  await page.click('.modal-foot .btn.primary');
   await shot(page);
 });

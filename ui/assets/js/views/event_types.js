@@ -70,7 +70,7 @@ function renderType(root, code, selected, ctx) {
 
 /** tryForm validates a payload against the version through the API. */
 function tryForm(code, v, ctx) {
-  const data = h('textarea', { id: 'try-data', rows: 8, class: 'mono', spellcheck: 'false' }, '{\n  \n}');
+  const data = h('textarea', { id: 'try-data', rows: 5, class: 'mono', spellcheck: 'false' }, '{\n  \n}');
   const out = h('div', { class: 'try-out', id: 'try-result' });
   const form = h('form', { class: 'card form', id: 'try-form', novalidate: true, onsubmit: async (e) => {
     e.preventDefault();
