@@ -95,7 +95,7 @@ function renderLanes(root, subId, ctx) {
     }
   };
   load();
-  const reload = throttle(load, 600);
+  const reload = throttle(load, 1000);
   const off = ctx.stream.on((ce) => {
     if (!ce.type.startsWith('dispatch.')) return;
     if (!sub || (ce.data && ce.data.subscription === sub.code)) reload();

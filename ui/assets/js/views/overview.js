@@ -63,13 +63,16 @@ export function render(root, { ctx }) {
       if (alive) fill(statusBox, errorBox(err));
     }
   };
-  const reload = throttle(loadTables, 1500);
+  // The tables are read from list endpoints: at most every 3 s while the
+  // stream says something changed (a busy gateway changes every instant),
+  // and every 10 s anyway.
+  const reload = throttle(loadTables, 3000);
+  const redraw = throttle(drawRates, 500);
   drawRates();
   loadTables();
   const offRates = ctx.rates.on(() => redraw());
-  const redraw = throttle(drawRates, 500);
   const offStream = ctx.stream ? ctx.stream.on(() => reload()) : () => {};
-  const tick = setInterval(() => { drawRates(); }, 2000);
+  const tick = setInterval(drawRates, 2000);
   const poll = setInterval(reload, 10000);
   return () => {
     alive = false;
