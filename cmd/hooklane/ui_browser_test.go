@@ -226,6 +226,13 @@ func TestUIDashboardInChromium(t *testing.T) {
 		scenario(t, "retry_job")
 		require.Equal(t, 2, recv.deliveries("/hooks/invoices"))
 	})
+	t.Run("auth off: no key asked", func(t *testing.T) {
+		open := startGateway(t, nil)
+		runScenario(t, dir, "auth_off", map[string]string{
+			"CHROMIUM_PATH": chromium, "HOOKLANE_UI_BASE": open.base,
+			"HOOKLANE_UI_SCREENSHOT": filepath.Join(shots, "ui-auth-off.png"),
+		})
+	})
 	if os.Getenv("HOOKLANE_UI_DOCS") != "" {
 		// Not a check: the README's screenshots (docs/), taken after a
 		// minute and a half of mixed traffic. Run with HOOKLANE_UI_DOCS=1

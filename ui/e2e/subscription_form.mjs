@@ -6,6 +6,15 @@ const admin = env('HOOKLANE_UI_ADMIN_KEY');
 const target = env('HOOKLANE_UI_RECEIVER') + '/hooks/form';
 
 scenario('subscription form', async (page) => {
+  // With keys configured the page asks for one before anything else.
+  await page.goto(env('HOOKLANE_UI_BASE') + '/ui/#/subscriptions');
+  await page.locator('#api-key').waitFor();
+  check(await page.locator('#subscriptions-table').count() === 0, 'the page shows data before a key is given');
+  await page.fill('#api-key', 'not-a-key');
+  await page.click('#key-form button[type=submit]');
+  await page.locator('#key-form .field-error:not([hidden])').waitFor();
+  check((await page.locator('#key-form .field-error').textContent()).includes('does not know'), 'an unknown key is not refused visibly');
+  await shot(page, 'sign-in');
   await signIn(page, admin, 'admin');
   await page.click('#nav a[data-nav=subscriptions]');
   await page.click('#new-subscription');

@@ -109,7 +109,7 @@ function askKey(message) {
     h('code', {}, 'Authorization: Bearer …'), '. What the key\'s role may not do is hidden.'),
   h('label', { for: 'api-key' }, 'API key'), input, err,
   h('div', { class: 'modal-foot' }, h('button', { class: 'btn primary', type: 'submit' }, 'Sign in')));
-  const close = modal('Sign in to Hooklane', form);
+  const close = modal('Sign in to Hooklane', form, [], { dismissable: false });
   input.focus();
 }
 

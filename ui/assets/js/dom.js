@@ -152,12 +152,13 @@ export function errorBox(err) {
     p.errors && p.errors.length ? h('ul', {}, p.errors.map((e) => h('li', {}, h('code', {}, e.pointer || '(body)'), ' ', e.message))) : null);
 }
 
-/** modal opens a dialog with a title and content; it returns the close function. */
-export function modal(title, content, actions = []) {
+/** modal opens a dialog with a title and content; it returns the close function. A dialog
+ * that is not dismissable closes only through that function (the key dialog). */
+export function modal(title, content, actions = [], { dismissable = true } = {}) {
   const close = () => back.remove();
-  const back = h('div', { class: 'modal-back', onclick: (e) => { if (e.target === back) close(); } },
-    h('div', { class: 'modal', role: 'dialog', 'aria-label': title },
-      h('div', { class: 'modal-head' }, h('h3', {}, title), h('button', { class: 'icon-btn', 'aria-label': 'Close', onclick: close }, '×')),
+  const back = h('div', { class: 'modal-back', onclick: (e) => { if (dismissable && e.target === back) close(); } },
+    h('div', { class: 'modal', role: 'dialog', 'aria-modal': 'true', 'aria-label': title },
+      h('div', { class: 'modal-head' }, h('h3', {}, title), dismissable ? h('button', { class: 'icon-btn', 'aria-label': 'Close', onclick: close }, '×') : null),
       h('div', { class: 'modal-body' }, content),
       actions.length ? h('div', { class: 'modal-foot' }, actions) : null));
   document.body.append(back);
