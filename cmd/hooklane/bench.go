@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -49,6 +50,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	verbose := fs.Bool("v", false, "log progress and the in-process gateway's warnings to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (gateway included in-process) to this file")
 	memProfile := fs.String("memprofile", "", "write an allocation profile (alloc_space) at the end of the run to this file")
+	blockProfile := fs.String("blockprofile", "", "write a profile of where goroutines waited (blocking events of 100µs and more) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -139,12 +141,21 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		defer stopProfile()
 	}
+	if *blockProfile != "" {
+		runtime.SetBlockProfileRate(int((100 * time.Microsecond).Nanoseconds()))
+		defer runtime.SetBlockProfileRate(0)
+	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("run benchmark: %w", err)
 	}
 	if *memProfile != "" {
-		if err := writeHeapProfile(*memProfile); err != nil {
+		if err := writeProfile("allocs", *memProfile); err != nil {
+			return err
+		}
+	}
+	if *blockProfile != "" {
+		if err := writeProfile("block", *blockProfile); err != nil {
 			return err
 		}
 	}
@@ -214,19 +225,20 @@ func startCPUProfile(path string) (func(), error) {
 	}, nil
 }
 
-// writeHeapProfile writes the allocation profile (every allocation since
-// the start; `go tool pprof -sample_index=alloc_space`).
-func writeHeapProfile(path string) error {
+// writeProfile writes the named runtime profile: "allocs" (every
+// allocation since the start; `go tool pprof -sample_index=alloc_space`)
+// or "block" (where goroutines waited).
+func writeProfile(name, path string) error {
 	f, err := os.Create(path) //nolint:gosec // a path the user gave
 	if err != nil {
-		return fmt.Errorf("create memory profile: %w", err)
+		return fmt.Errorf("create %s profile: %w", name, err)
 	}
-	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
 		_ = f.Close()
-		return fmt.Errorf("write memory profile: %w", err)
+		return fmt.Errorf("write %s profile: %w", name, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("write memory profile: %w", err)
+		return fmt.Errorf("write %s profile: %w", name, err)
 	}
 	return nil
 }
