@@ -40,4 +40,19 @@ scenario('retry job', async (viewerPage, newPage) => {
   const j = await api('GET', '/api/dispatch-jobs/' + id, undefined, admin);
   check(j.status === 'COMPLETED' && j.attemptCount === 2, 'the API shows ' + j.status + ' after ' + j.attemptCount + ' attempts');
   await shot(page);
+
+  // Bulk redrive: three more fail; the jobs table filtered to ERROR jobs
+  // of this subscription retries them all at once.
+  await setReceiver(recvPath, 500);
+  const more = [];
+  for (let i = 0; i < 3; i++) more.push((await postEvent(admin, type, { invoice: 'INV-20' + i, total: 10 })).dispatchJobs[0].id);
+  for (const m of more) await until(async () => (await api('GET', '/api/dispatch-jobs/' + m, undefined, admin)).status === 'ERROR', `job ${m} did not reach ERROR`);
+  await setReceiver(recvPath, 200);
+  await page.goto(env('HOOKLANE_UI_BASE') + '/ui/#/jobs?status=ERROR&subscription=invoices');
+  await until(async () => (await page.locator('#jobs-table tbody tr[data-status=ERROR]').count()) === 3, 'the table does not list the 3 ERROR jobs');
+  check((await page.locator('#bulk-retry').textContent()).includes('(3)'), 'the bulk button does not count 3 jobs');
+  await page.click('#bulk-retry');
+  await page.click('#bulk-retry-confirm');
+  await until(async () => (await page.locator('#jobs-table tbody tr[data-job]').count()) === 0, 'the ERROR filter still lists jobs after the redrive');
+  for (const m of more) await until(async () => (await api('GET', '/api/dispatch-jobs/' + m, undefined, admin)).status === 'COMPLETED', `job ${m} did not complete after the redrive`);
 });

@@ -47,6 +47,7 @@ export function render(root, { query, ctx }) {
 
   let pages = 1;
   let alive = true;
+  let seen = new Map();
   const params = () => {
     const p = { status: f.status, subscription: f.subscription, eventType: f.eventType, messageGroup: f.messageGroup };
     if (f.window) p.since = new Date(Date.now() - Number(f.window) * 60000).toISOString();
@@ -56,7 +57,14 @@ export function render(root, { query, ctx }) {
     try {
       const { items, more: hasMore } = await listAll('/api/dispatch-jobs', params(), 100 * pages);
       if (!alive) return;
-      fill(tbody, items.length ? items.map(row) : h('tr', {}, h('td', { colspan: 8, class: 'empty-row' }, 'No jobs match these filters.')));
+      // Rows whose job is new or changed status since the last load flash.
+      const rows = items.map((j) => {
+        const r = row(j);
+        if (seen.size && seen.get(j.id) !== j.status) r.classList.add('flash');
+        return r;
+      });
+      seen = new Map(items.map((j) => [j.id, j.status]));
+      fill(tbody, rows.length ? rows : h('tr', {}, h('td', { colspan: 8, class: 'empty-row' }, 'No jobs match these filters.')));
       summary.textContent = `${items.length}${hasMore ? '+' : ''} job${items.length === 1 ? '' : 's'}`;
       fill(more, hasMore ? h('button', { class: 'btn', onclick: () => { pages++; load(); } }, 'Load more') : null);
       drawBulk(items.length, hasMore);
@@ -79,7 +87,7 @@ export function render(root, { query, ctx }) {
             load();
           } catch (err) { toast(err.message, 'error'); }
         } }, 'Retry all')]);
-    } }, `Retry all ${f.status.toLowerCase()} (${n}${hasMore ? '+' : ''})`));
+    } }, `Retry all (${n}${hasMore ? '+' : ''})`));
   };
   load();
   const reload = throttle(load, 800);
