@@ -115,7 +115,7 @@ func screenshotDir(t *testing.T) string {
 // killed with it), and fails the test unless it passed.
 func runScenario(t *testing.T, dir, name string, env map[string]string) string {
 	t.Helper()
-	return runScenarioFor(t, dir, name, env, 120*time.Second)
+	return runScenarioFor(t, dir, name, env, 180*time.Second)
 }
 
 // runScenarioFor is runScenario with another time bound.

@@ -11,7 +11,7 @@ const stat = (page, k) => page.locator(`[data-stat=${k}] .stat-value`).textConte
 scenario('jobs live', async (page) => {
   await signIn(page, admin, 'admin');
   await page.locator('[data-stat=accepted]').waitFor();
-  await page.locator('#conn[data-state=live]').waitFor({ timeout: 20000 });
+  await page.locator('#conn[data-state=live]').waitFor({ timeout: 30000 });
   const before = { accepted: await stat(page, 'accepted'), completed: await stat(page, 'completed') };
 
   const n = 12;

@@ -62,7 +62,7 @@ export async function setReceiver(p, status, delayMs = 0) {
 }
 
 /** until polls fn until it returns a truthy value, or fails with msg after ms. */
-export async function until(fn, msg, ms = 30000, every = 200) {
+export async function until(fn, msg, ms = 45000, every = 200) {
   const end = Date.now() + ms;
   let last;
   for (;;) {
@@ -78,10 +78,10 @@ export async function until(fn, msg, ms = 30000, every = 200) {
 /** signIn opens the dashboard and enters the key in the key dialog. */
 export async function signIn(page, key, expectRole) {
   await page.goto(base() + '/ui/');
-  await page.locator('#api-key').waitFor({ timeout: 15000 });
+  await page.locator('#api-key').waitFor({ timeout: 30000 });
   await page.fill('#api-key', key);
   await page.click('#key-form button[type=submit]');
-  await page.locator('.who [data-role]').waitFor({ timeout: 15000 });
+  await page.locator('.who [data-role]').waitFor({ timeout: 30000 });
   const role = await page.locator('.who [data-role]').getAttribute('data-role');
   check(role === expectRole, `signed in with role ${role}, want ${expectRole}`);
 }
@@ -111,7 +111,7 @@ export async function scenario(name, fn) {
   const newPage = async () => {
     const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, deviceScaleFactor: 1 });
     const page = await ctx.newPage();
-    page.setDefaultTimeout(30000);
+    page.setDefaultTimeout(45000);
     page.on('pageerror', (e) => errors.push('page error: ' + e.message));
     // "Failed to load resource" is how Chromium logs every non-2xx answer;
     // the scenarios provoke 401s and 422s on purpose and check the page.

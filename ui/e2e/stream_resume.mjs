@@ -15,7 +15,7 @@ const control = async (what) => {
 
 scenario('stream resume', async (page) => {
   await signIn(page, admin, 'admin');
-  await page.locator('#conn[data-state=live]').waitFor({ timeout: 20000 });
+  await page.locator('#conn[data-state=live]').waitFor({ timeout: 30000 });
   // Let the replay of the last 15 minutes settle, then count one event.
   const settled = async () => {
     let last = -1;
@@ -37,7 +37,7 @@ scenario('stream resume', async (page) => {
   // Drop every open stream and refuse new ones (503) until released.
   const dropped = await control('drop');
   check(dropped.closed >= 1, 'the proxy had no open stream to drop');
-  await page.locator('#conn[data-state=reconnecting]').waitFor({ timeout: 15000 });
+  await page.locator('#conn[data-state=reconnecting]').waitFor({ timeout: 30000 });
   check((await page.locator('#conn .conn-text').textContent()).startsWith('Reconnecting'), 'no reconnecting indicator');
   await shot(page, 'reconnecting');
 

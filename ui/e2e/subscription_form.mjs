@@ -26,7 +26,7 @@ scenario('subscription form', async (page) => {
   await page.click('#subscription-save');
 
   const err = page.locator('.field[data-pointer="/target"] .field-error');
-  await err.waitFor({ timeout: 15000 });
+  await err.waitFor({ timeout: 30000 });
   const text = await err.textContent();
   check(/http/i.test(text), `the error by the URL field says "${text}", want the API's message about http/https`);
   check(await page.locator('.field[data-pointer="/target"]').evaluate((e) => e.classList.contains('invalid')), 'the URL field is not marked invalid');
@@ -35,7 +35,7 @@ scenario('subscription form', async (page) => {
 
   await page.fill('#target', target);
   await page.click('#subscription-save');
-  const secret = await page.locator('#secret-value').textContent({ timeout: 15000 });
+  const secret = await page.locator('#secret-value').textContent({ timeout: 30000 });
   check(secret.startsWith('whsec_'), `the secret shown is "${secret}"`);
   await page.click('.modal-foot .btn.primary');
   await page.locator('#sub-status [data-status=ACTIVE]').waitFor();
@@ -58,14 +58,14 @@ scenario('subscription form', async (page) => {
   await page.fill('#test-type', 'ui.form.order.created');
   await page.click('#test-send');
   const link = page.locator('.test-out a[href^="#/jobs/"]');
-  await link.waitFor({ timeout: 15000 });
+  await link.waitFor({ timeout: 30000 });
   const jobId = (await link.getAttribute('href')).split('/').pop();
   await until(async () => (await api('GET', '/api/dispatch-jobs/' + jobId, undefined, admin)).status === 'COMPLETED', 'the test event was not delivered');
   await page.click('.modal-head .icon-btn');
 
   // Rotate the secret: a new one is shown.
   await page.click('#rotate-secret');
-  const rotated = await page.locator('#secret-value').textContent({ timeout: 15000 });
+  const rotated = await page.locator('#secret-value').textContent({ timeout: 30000 });
   check(rotated.startsWith('whsec_') && rotated !== secret, 'rotation did not show a new secret');
   const secrets = await api('GET', `/api/subscriptions/${s.id}/secret`, undefined, admin);
   check(secrets.secrets.some((x) => x.secret === rotated) && secrets.secrets.length === 2, 'the API does not hold the new and the old secret');
