@@ -39,6 +39,7 @@ scenario('stream resume', async (page) => {
   check(dropped.closed >= 1, 'the proxy had no open stream to drop');
   await page.locator('#conn[data-state=reconnecting]').waitFor({ timeout: 30000 });
   check((await page.locator('#conn .conn-text').textContent()).startsWith('Reconnecting'), 'no reconnecting indicator');
+  check(await page.locator('#conn-banner').isVisible(), 'no reconnecting banner');
   await shot(page, 'reconnecting');
 
   const n = 4;
@@ -52,6 +53,7 @@ scenario('stream resume', async (page) => {
   check((await page.locator('#conn').getAttribute('data-state')) === 'reconnecting', 'the indicator left "reconnecting" while refused');
   const released = await control('release');
   await page.locator('#conn[data-state=live]').waitFor({ timeout: 30000 });
+  check(!(await page.locator('#conn-banner').isVisible()), 'the reconnecting banner stays after the stream is back');
   await until(async () => {
     const got = await stat(page, 'accepted');
     if (got !== accepted + n) throw new Error(`accepted shows ${got}; stream ${await page.locator('#conn').getAttribute('data-state')}`);

@@ -143,6 +143,12 @@ function renderConn(state, info = {}) {
   el.dataset.state = state;
   el.title = info.error ? `${info.error}; retry in ${Math.round((info.delay || 0) / 1000)} s` : '';
   el.querySelector('.conn-text').textContent = text;
+  const banner = document.getElementById('conn-banner');
+  banner.hidden = state !== 'reconnecting' && state !== 'unauthorized';
+  banner.className = 'conn-banner ' + (state === 'unauthorized' ? 'bad' : 'warn');
+  banner.textContent = state === 'unauthorized' ?
+    'The status stream refused this key: live updates are off.' :
+    `The status stream dropped: live updates are paused while it reconnects${info.delay ? ` (next try in ${Math.max(1, Math.round(info.delay / 1000))} s)` : ''}. Nothing is missed: it resumes from the last event seen.`;
 }
 
 window.addEventListener('hashchange', route);

@@ -4,15 +4,14 @@ import { h } from './dom.js';
 function niceMax(v) {
   if (v <= 0) return 1;
   const p = 10 ** Math.floor(Math.log10(v));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
+  // Multiples whose quarters (the grid lines) read well: 0.25, 0.5, 1, 1.5, 2, 2.5.
+  for (const m of [1, 2, 4, 6, 8, 10]) if (m * p >= v) return m * p;
   return 10 * p;
 }
 
 function fmtRate(v) {
-  if (v === 0) return '0';
-  if (v < 1) return v.toFixed(2);
-  if (v < 10) return v.toFixed(1);
-  return Math.round(v).toLocaleString('en-US');
+  if (v >= 10) return Math.round(v).toLocaleString('en-US');
+  return String(Number(v.toFixed(2)));
 }
 
 /**
