@@ -46,6 +46,17 @@ scenario('subscription form', async (page) => {
   check(s, 'the API does not list the subscription');
   check(s.target === target && s.mode === 'NEXT_ON_ERROR' && s.eventTypes[0].eventTypeCode === 'ui.form.order.*', 'the stored subscription differs: ' + JSON.stringify(s));
 
+  // Edit it: a timeout above the maximum gets the API's error by its field;
+  // a valid one is saved.
+  await page.fill('#timeoutSeconds', '900');
+  await page.click('#subscription-save');
+  await page.locator('.field[data-pointer="/timeoutSeconds"] .field-error').waitFor();
+  check(await page.locator('.field-error').count() === 1, 'the edit error was placed by other fields too');
+  await page.fill('#timeoutSeconds', '12');
+  await page.click('#subscription-save');
+  await until(async () => (await api('GET', '/api/subscriptions/' + s.id, undefined, admin)).timeoutSeconds === 12, 'the edit was not saved');
+  await until(async () => (await page.locator('.field-error').count()) === 0, 'the error stays after a good save');
+
   // Pause and resume from its page.
   await page.click('#pause');
   await page.locator('#sub-status [data-status=PAUSED]').waitFor();

@@ -98,7 +98,8 @@ export function render(root, { query, ctx }) {
 }
 
 function row(j) {
-  const last = (j.attempts || [])[j.attempts.length - 1];
+  const atts = j.attempts || [];
+  const last = atts.filter((a) => a.worker !== 'operator').pop();
   const group = j.messageGroup && j.subscription && j.messageGroup.startsWith(j.subscription + ':') ? j.messageGroup.slice(j.subscription.length + 1) : j.messageGroup;
   return h('tr', { 'data-job': j.id, 'data-status': j.status, class: 'clickable', onclick: (e) => { if (!e.target.closest('a')) location.hash = '#/jobs/' + j.id; } },
     h('td', {}, badge(j.status), j.blockedBy ? h('span', { class: 'tag warn', title: 'held back by ' + j.blockedBy }, 'held') : null),

@@ -110,7 +110,7 @@ function drawSlowest(box, jobs) {
   for (const j of jobs) {
     if (!j.targetUrl) continue;
     for (const a of j.attempts || []) {
-      if (!a.durationMs && a.durationMs !== 0) continue;
+      if (a.worker === 'operator' || (!a.durationMs && a.durationMs !== 0)) continue;
       let t = by.get(j.targetUrl);
       if (!t) { t = { url: j.targetUrl, d: [], fails: 0 }; by.set(j.targetUrl, t); }
       t.d.push(a.durationMs);
