@@ -18,7 +18,7 @@ scenario('docs screenshots', async (page) => {
   await api('PATCH', '/api/subscriptions/' + invoices.id, { dispatchPoolId: pool.id, retry: { maxAttempts: 5, initialBackoffSeconds: 2, maxBackoffSeconds: 30 } }, admin);
   await setReceiver('/hooks/live', 200, 40);
   await setReceiver('/hooks/payments', 200, 120);
-  await setReceiver(env('HOOKLANE_UI_RETRY_PATH'), 200, 650);
+  await setReceiver(env('HOOKLANE_UI_RETRY_PATH'), 200, 1800);
 
   await signIn(page, admin, 'admin');
   const start = Date.now();
@@ -30,7 +30,7 @@ scenario('docs screenshots', async (page) => {
       await postEvent(admin, live, { amount: Math.round(Math.random() * 500), currency: 'EUR' }, { subject: 'order:' + (4000 + Math.floor(Math.random() * 40)) });
     }
     await postEvent(admin, pay, { amount: t }, { messagegroup: 'customer:' + (200 + (t % 6)) });
-    if (t % 2 === 0) await postEvent(admin, inv, { invoice: 'INV-' + (5000 + t), total: 99.5 });
+    for (let i = 0; i < 2; i++) await postEvent(admin, inv, { invoice: 'INV-' + (5000 + 2 * t + i), total: 99.5 });
     const wait = start + (t + 1) * 1000 - Date.now();
     if (wait > 0) await sleep(wait);
   }

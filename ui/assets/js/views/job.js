@@ -47,7 +47,7 @@ export function render(root, { parts, ctx }) {
       kv('Mode', j.mode),
       kv('Message group', j.messageGroup ? (ctx.can('read') && j.subscriptionId ? h('a', { class: 'mono', href: '#/lanes/' + j.subscriptionId }, j.messageGroup) : h('span', { class: 'mono' }, j.messageGroup)) : null),
       kv('Attempts', `${j.attemptCount} of ${j.maxAttempts}`),
-      kv('Retry policy', `${j.retry.maxAttempts} attempts, backoff ${j.retry.initialBackoffSeconds}s → ${j.retry.maxBackoffSeconds}s`),
+      kv('Retry policy', `${j.retry.maxAttempts} attempt${j.retry.maxAttempts === 1 ? '' : 's'}, backoff ${j.retry.initialBackoffSeconds}s → ${j.retry.maxBackoffSeconds}s`),
       kv('Timeout', j.timeoutSeconds + ' s'),
       kv('Correlation', j.correlationId ? h('span', { class: 'mono' }, j.correlationId) : null),
       kv('Last error', j.lastError ? h('span', { class: 'text-error' }, j.lastError) : null),
