@@ -564,7 +564,7 @@ func (s *Server) heartbeatJob(c *gin.Context) error {
 		now := s.now()
 		lease := now.Add(s.lease())
 		j.LeaseExpiresAt = &lease
-		j.UpdatedAt = now
+		j.Touch(now)
 		err = s.cfg.Store.JobUpdate(ctx, &dispatch.JobUpdateParams{Job: j})
 		if err == nil {
 			c.JSON(http.StatusOK, gin.H{"leaseExpiresAt": formatTime(lease)})

@@ -25,6 +25,7 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/hooklane/hooklane/api"
+	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/store/mongostore"
 	"github.com/hooklane/hooklane/stream"
@@ -788,27 +789,41 @@ func TestStreamTwoInstancesOverMongoDB(t *testing.T) {
 	onA, onB := connect(a), connect(b)
 	require.Eventually(t, func() bool { return a.hub.Clients() == 1 && b.hub.Clients() == 1 }, 20*time.Second, 5*time.Millisecond)
 
-	// One job, its transitions written alternately by the two instances,
-	// each after the previous one committed (as version-checked writes are).
-	// Each instance has its own id generator, so two transitions made in the
-	// same millisecond on different instances would be ordered by the ids'
-	// random part: the stream's per-job causal order across instances rests
-	// on consecutive transitions of a job being at least a millisecond apart
-	// (each needs a store round trip and a version check) and on clock skew
-	// staying below that gap. The pause makes the test honour that premise
-	// instead of racing the clock.
+	// One job, its transitions made alternately by the two instances, each
+	// on the job as read from the store and written version-checked with
+	// its status event, as the gateway does — back to back, so consecutive
+	// transitions often fall in one millisecond. Each instance has its own
+	// id generator: the ids still sort in causal order because
+	// dispatch.Job.StatusEvent stamps them after the job's stored UpdatedAt.
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	job := &dispatch.Job{ID: a.ids.New(), Kind: dispatch.KindTask, Code: "test:job", Status: dispatch.StatusPending,
+		Attempts: []dispatch.Attempt{}, CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, st.JobInsertMany(ctx, &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{job}}))
 	var want []string
 	written := map[string]time.Time{}
-	for i, typ := range []string{stream.TypeDispatchCreated, stream.TypeDispatchQueued, stream.TypeDispatchStarted, stream.TypeDispatchCompleted} {
+	steps := []struct {
+		to  dispatch.Status
+		typ string
+	}{
+		{"", stream.TypeDispatchCreated},
+		{dispatch.StatusQueued, stream.TypeDispatchQueued},
+		{dispatch.StatusInProgress, stream.TypeDispatchStarted},
+		{dispatch.StatusCompleted, stream.TypeDispatchCompleted},
+	}
+	for i, step := range steps {
 		in := a
 		if i%2 == 1 {
 			in = b
 		}
-		if i > 0 {
-			time.Sleep(2 * time.Millisecond)
+		j, err := st.JobGetByID(ctx, job.ID)
+		require.NoError(t, err)
+		at := time.Now().UTC()
+		if step.to != "" {
+			require.NoError(t, j.Transition(step.to, at))
 		}
-		e := in.newEvent(typ, "job-x")
-		in.write(t, e)
+		e := j.StatusEvent(in.ids.New(), step.typ, at)
+		require.NoError(t, st.JobUpdate(ctx, &dispatch.JobUpdateParams{Job: j, Events: []stream.Event{e}}))
+		in.hub.Notify()
 		written[e.ID] = time.Now()
 		want = append(want, e.ID)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/stream"
 )
 
@@ -112,7 +113,8 @@ func (j *Job) Transition(to Status, now time.Time) error {
 	}
 	from := j.Status
 	j.Status = to
-	j.UpdatedAt = now
+	j.Touch(now)
+	now = j.UpdatedAt
 	if from == StatusInProgress {
 		j.Worker = ""
 		j.LeaseExpiresAt = nil
@@ -130,10 +132,33 @@ func (j *Job) Transition(to Status, now time.Time) error {
 	return nil
 }
 
+// Touch records a change of the job at now: UpdatedAt becomes now, or a
+// millisecond after its previous value when now is not later than that
+// (another instance's clock ahead of this one's, or two changes within one
+// millisecond) — UpdatedAt only moves on, see StatusEvent.
+func (j *Job) Touch(now time.Time) {
+	if least := j.UpdatedAt.Truncate(time.Millisecond).Add(time.Millisecond); now.Before(least) {
+		now = least
+	}
+	j.UpdatedAt = now
+}
+
 // StatusEvent returns a status event of type typ about the job, with the
-// given id, at now. The caller adds what only it knows (status code,
-// duration, error) to the returned event's Data.
+// given id (a ULID from an idgen.Generator), at now. The caller adds what
+// only it knows (status code, duration, error) to the returned event's Data.
+//
+// The stream orders status events by id, and the ids of one job's events
+// come from the generators of every instance that changed the job. So that
+// they still sort in the order of the job's changes — whatever the clocks
+// of the instances, even within one millisecond — the job's UpdatedAt works
+// as a Lamport clock for them: it is never below the time part of any of
+// the job's event ids; each change (Transition, Touch) moves it past its
+// stored value; and an id whose time part is below UpdatedAt is re-stamped
+// to it (its random part kept), UpdatedAt then moving a millisecond on so
+// that a further event of the same change sorts after it. With clocks that
+// agree, ids are not touched.
 func (j *Job) StatusEvent(id, typ string, now time.Time) stream.Event {
+	id = j.causalID(id)
 	return stream.Event{
 		ID:      id,
 		Type:    typ,
@@ -151,4 +176,22 @@ func (j *Job) StatusEvent(id, typ string, now time.Time) stream.Event {
 			BlockedBy:     j.BlockedBy,
 		},
 	}
+}
+
+// causalID returns id, re-stamped when its time part is below the job's
+// UpdatedAt, and moves UpdatedAt as StatusEvent says. An id that is not a
+// ULID is returned as it is.
+func (j *Job) causalID(id string) string {
+	t, ok := idgen.Time(id)
+	if !ok {
+		return id
+	}
+	if least := j.UpdatedAt.Truncate(time.Millisecond); t.Before(least) {
+		j.UpdatedAt = least.Add(time.Millisecond)
+		return idgen.WithTime(id, least)
+	}
+	if t.After(j.UpdatedAt) {
+		j.UpdatedAt = t
+	}
+	return id
 }

@@ -67,3 +67,27 @@ func Derived(t time.Time, parts ...string) string {
 	_ = id.SetEntropy(entropy[:])     // always 10 bytes
 	return id.String()
 }
+
+// Time returns the time part of a ULID (millisecond precision); ok is false
+// when id is not a ULID.
+func Time(id string) (t time.Time, ok bool) {
+	u, err := ulid.ParseStrict(id)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return ulid.Time(u.Time()).UTC(), true
+}
+
+// WithTime returns the ULID id with its time part set to t (truncated to
+// the millisecond) and its random part kept; id unchanged when it is not a
+// ULID.
+func WithTime(id string, t time.Time) string {
+	u, err := ulid.ParseStrict(id)
+	if err != nil {
+		return id
+	}
+	if err := u.SetTime(ulid.Timestamp(t)); err != nil {
+		return id // only past year 10889
+	}
+	return u.String()
+}

@@ -687,7 +687,7 @@ func (r *Router) outcome(job *dispatch.Job, attempt dispatch.Attempt, res Result
 	if job.Status != dispatch.StatusInProgress && (attempted || job.Status != dispatch.StatusQueued) {
 		// Cancelled (or otherwise moved) while the attempt ran: record the
 		// attempt, keep the status.
-		job.UpdatedAt = now
+		job.Touch(now)
 		return nil
 	}
 	if res.Err == nil {

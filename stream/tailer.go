@@ -71,11 +71,12 @@ type TailerConfig struct {
 // the last published id. While no client is connected the tailer reads
 // nothing and moves its start to now.
 //
-// Per job, causal order holds: each transition is a version-checked write
-// made after reading the previous version, so its id is generated after the
-// previous event was committed, hence later on any clock within the skew
-// bound; publishing in id order keeps dispatch.started before
-// dispatch.completed even when two instances wrote them.
+// Per job, causal order holds whatever the instances' clocks: each
+// transition is a version-checked write made after reading the previous
+// version, and dispatch.Job.StatusEvent gives its event an id above every
+// earlier event id of the job (the job's UpdatedAt is their Lamport clock);
+// publishing in id order keeps dispatch.started before dispatch.completed
+// even when two instances wrote them within one millisecond.
 //
 // # Latency
 //
