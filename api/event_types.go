@@ -125,11 +125,27 @@ func (s *Server) listEventTypes(c *gin.Context) error {
 	if status != "" && status != schema.TypeCurrent && status != schema.TypeArchive {
 		return unprocessable("status must be CURRENT or ARCHIVE")
 	}
-	pg, err := s.cfg.Store.EventTypeList(c.Request.Context(), &schema.ListParams{Status: status, Prefix: c.Query("prefix"), Limit: limit, Cursor: cursor})
-	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+	// The store pages by code; the API lists newest first (API.md
+	// conventions), so the matching types are read whole (they are few:
+	// one per kind of business event) and the page is cut here.
+	var all []*schema.EventType
+	p := &schema.ListParams{Status: status, Prefix: c.Query("prefix"), Limit: limitMax}
+	for {
+		pg, err := s.cfg.Store.EventTypeList(c.Request.Context(), p)
+		if err != nil {
+			return err //nolint:wrapcheck // mapped by h
+		}
+		all = append(all, pg.EventTypes...)
+		if pg.NextCursor == "" || pg.NextCursor == p.Cursor {
+			break
+		}
+		p.Cursor = pg.NextCursor
 	}
-	writePage(c, pg.EventTypes, pg.NextCursor)
+	items, next, err := pageDesc(all, func(t *schema.EventType) string { return formatTime(t.CreatedAt) + " " + t.Code }, limit, cursor)
+	if err != nil {
+		return err
+	}
+	writePage(c, items, next)
 	return nil
 }
 

@@ -286,6 +286,7 @@ func (s *Server) createTaskJob(c *gin.Context) error {
 	}
 	if err := s.checkSubscription(c, probe); err != nil {
 		if p, ok := err.(*Problem); ok { //nolint:errorlint // our own value, not wrapped
+			p.Detail = "the job is invalid"
 			for i := range p.Errors {
 				p.Errors[i].Pointer = strings.Replace(p.Errors[i].Pointer, "/target", "/targetUrl", 1)
 			}

@@ -2,10 +2,13 @@ package api
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -77,4 +80,39 @@ func parseTime(v string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("parse time %q: %w", v, err)
 	}
 	return t, nil
+}
+
+// pageDesc pages a list the store returns whole, newest first: it orders
+// items by key, largest first (a ULID or a leading timestamp makes that
+// newest first), then cuts the page as pageSorted does.
+func pageDesc[T any](items []T, key func(T) string, limit int, cursor string) ([]T, string, error) {
+	return pageSorted(items, key, true, limit, cursor)
+}
+
+// pageSorted pages a list the store returns whole: it orders items by key
+// (descending when desc), keeps those after the cursor and at most limit
+// of them. The cursor it returns is the last item's key, encoded so that
+// clients treat it as opaque; a cursor this server did not give is a 422.
+func pageSorted[T any](items []T, key func(T) string, desc bool, limit int, cursor string) ([]T, string, error) {
+	order := func(a, b T) int { return strings.Compare(key(a), key(b)) }
+	if desc {
+		order = func(a, b T) int { return strings.Compare(key(b), key(a)) }
+	}
+	slices.SortStableFunc(items, order)
+	if cursor != "" {
+		after, err := base64.RawURLEncoding.DecodeString(cursor)
+		if err != nil || len(after) == 0 {
+			return nil, "", unprocessable("cursor is not one this server returned", FieldError{Pointer: "", Message: "query parameter cursor is invalid"})
+		}
+		i := 0
+		for i < len(items) && (desc && key(items[i]) >= string(after) || !desc && key(items[i]) <= string(after)) {
+			i++
+		}
+		items = items[i:]
+	}
+	if len(items) <= limit {
+		return items, "", nil
+	}
+	items = items[:limit]
+	return items, base64.RawURLEncoding.EncodeToString([]byte(key(items[limit-1]))), nil
 }

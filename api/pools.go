@@ -93,11 +93,21 @@ func (s *Server) createPool(c *gin.Context) error {
 }
 
 func (s *Server) listPools(c *gin.Context) error {
+	limit, cursor, err := listParams(c)
+	if err != nil {
+		return err
+	}
 	pools, err := s.cfg.Store.PoolList(c.Request.Context())
 	if err != nil {
 		return err //nolint:wrapcheck // mapped by h
 	}
-	writePage(c, pools, "")
+	// Pools are few: the store returns them all and the page is cut here,
+	// newest (largest ULID) first.
+	items, next, err := pageDesc(pools, func(p *dispatch.Pool) string { return p.ID }, limit, cursor)
+	if err != nil {
+		return err
+	}
+	writePage(c, items, next)
 	return nil
 }
 

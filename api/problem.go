@@ -1,11 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -112,6 +114,11 @@ func decodeJSON(r *http.Request, dst any, maxBytes int64) error {
 	if !json.Valid(body) {
 		return badRequest("the body is not well-formed JSON", FieldError{Pointer: "", Message: "malformed JSON"})
 	}
+	if string(bytes.TrimSpace(body)) == "null" && wantsObject(dst) {
+		// json.Unmarshal takes null as "nothing to do"; a body that must be
+		// an object breaks that rule (422, as any other non-object does).
+		return unprocessable("a field has the wrong type", FieldError{Pointer: "", Message: "must be an object"})
+	}
 	if err := json.Unmarshal(body, dst); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
@@ -124,6 +131,17 @@ func decodeJSON(r *http.Request, dst any, maxBytes int64) error {
 		return unprocessable(err.Error(), FieldError{Pointer: "", Message: err.Error()})
 	}
 	return nil
+}
+
+// wantsObject reports whether dst points to a struct or a map: a value
+// only a JSON object decodes into.
+func wantsObject(dst any) bool {
+	v := reflect.ValueOf(dst)
+	if v.Kind() != reflect.Pointer {
+		return false
+	}
+	k := v.Type().Elem().Kind()
+	return k == reflect.Struct || k == reflect.Map
 }
 
 func jsonKind(goKind string) string {

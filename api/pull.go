@@ -123,8 +123,12 @@ func parseClaimParams(c *gin.Context) (*claimParams, error) {
 	}
 	if v := c.Query("max"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
+		switch {
+		case err != nil:
 			return nil, badRequest("max must be a positive integer")
+		case n < 1:
+			// A well-formed number out of range (API.md conventions: 422).
+			return nil, unprocessable("max must be a positive integer")
 		}
 		p.max = min(n, PullMaxClaim)
 	}
@@ -147,13 +151,16 @@ func parseClaimParams(c *gin.Context) (*claimParams, error) {
 func parseWait(v string) (time.Duration, error) {
 	if f, err := strconv.ParseFloat(v, 64); err == nil {
 		if f < 0 {
-			return 0, badRequest("wait must not be negative")
+			return 0, unprocessable("wait must not be negative")
 		}
 		return time.Duration(min(f, PullMaxWait.Seconds()) * float64(time.Second)), nil
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
+	switch {
+	case err != nil:
 		return 0, badRequest("wait must be a duration such as 20s, or a number of seconds")
+	case d < 0:
+		return 0, unprocessable("wait must not be negative")
 	}
 	return d, nil
 }
@@ -587,6 +594,10 @@ type workerView struct {
 // listWorkers is GET /api/workers: the workers this instance saw in the
 // last hour, and every worker holding a pull job, with their in-flight ids.
 func (s *Server) listWorkers(c *gin.Context) error {
+	limit, cursor, err := listParams(c)
+	if err != nil {
+		return err
+	}
 	ctx := c.Request.Context()
 	now := s.now()
 	seen := s.workers.since(now.Add(-workerSeenWindow))
@@ -622,7 +633,11 @@ func (s *Server) listWorkers(c *gin.Context) error {
 		slices.Sort(ids)
 		items = append(items, workerView{WorkerID: id, InFlight: ids, LastSeenAt: formatTime(t)})
 	}
-	slices.SortFunc(items, func(a, b workerView) int { return strings.Compare(a.WorkerID, b.WorkerID) })
-	c.JSON(http.StatusOK, gin.H{"items": items})
+	// Sorted by worker id, so a worker keeps its place between polls.
+	items, next, err := pageSorted(items, func(w workerView) string { return w.WorkerID }, false, limit, cursor)
+	if err != nil {
+		return err
+	}
+	writePage(c, items, next)
 	return nil
 }

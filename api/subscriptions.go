@@ -125,7 +125,11 @@ func (s *Server) listSubscriptions(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	p := &subscription.ListParams{Status: subscription.Status(c.Query("status")), EventType: c.Query("eventType"), Limit: limit, Cursor: cursor}
+	status := subscription.Status(c.Query("status"))
+	if status != "" && status != subscription.StatusActive && status != subscription.StatusPaused {
+		return unprocessable("status must be ACTIVE or PAUSED", FieldError{Pointer: "", Message: "query parameter status must be ACTIVE or PAUSED"})
+	}
+	p := &subscription.ListParams{Status: status, EventType: c.Query("eventType"), Limit: limit, Cursor: cursor}
 	if v, ok := c.GetQuery("clientId"); ok {
 		p.ClientID = &v
 	}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -168,10 +170,46 @@ func decodeStructured(body []byte, prefix string) (cloudevent.Event, *Error) {
 	if err := ev.UnmarshalJSON(trimmed); err != nil {
 		return ev, envelopeError(err, prefix)
 	}
-	if err := ev.Validate(); err != nil {
+	if err := validateEnvelope(&ev); err != nil {
 		return ev, envelopeError(err, prefix)
 	}
 	return ev, nil
+}
+
+// validateEnvelope checks the CloudEvents attributes (cloudevent.Validate)
+// and that every extension the gateway gives a meaning to (API.md §1:
+// dataversion, messagegroup, deduplicationid, correlationid, causationid,
+// traceparent, tracestate), when present, is a string: a number or a
+// boolean there makes the envelope invalid (400).
+func validateEnvelope(ev *cloudevent.Event) error {
+	errs := []error{ev.Validate()}
+	for _, name := range slices.Sorted(maps.Keys(ev.Extensions)) {
+		switch name {
+		case cloudevent.ExtDataVersion, cloudevent.ExtMessageGroup, cloudevent.ExtDeduplicationID,
+			cloudevent.ExtCorrelationID, cloudevent.ExtCausationID, cloudevent.ExtTraceParent, cloudevent.ExtTraceState:
+			if _, isString := ev.Extensions[name].(string); !isString {
+				errs = append(errs, &cloudevent.AttributeError{Name: name, Message: "must be a string"})
+			}
+		}
+	}
+	return flattenJoin(errs)
+}
+
+// flattenJoin joins errs (nil ones dropped) into one error whose Unwrap
+// lists each attribute error once, also those of a joined error in errs.
+func flattenJoin(errs []error) error {
+	var flat []error
+	for _, e := range errs {
+		if e == nil {
+			continue
+		}
+		if j, ok := e.(interface{ Unwrap() []error }); ok { //nolint:errorlint // walking a join, not matching
+			flat = append(flat, j.Unwrap()...)
+			continue
+		}
+		flat = append(flat, e)
+	}
+	return errors.Join(flat...)
 }
 
 func decodeBatch(body []byte, limits Limits) ([]cloudevent.Event, *Error) {
@@ -274,7 +312,7 @@ func decodeBinary(h http.Header, body []byte) (cloudevent.Event, *Error) {
 			ev.DataBase64 = append([]byte(nil), body...)
 		}
 	}
-	if err := ev.Validate(); err != nil {
+	if err := validateEnvelope(&ev); err != nil {
 		return ev, envelopeError(err, "")
 	}
 	return ev, nil

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/require"
+)
+
+// Contract tests: black-box checks, through HTTP only, of API.md rules that
+// no other test pins down. Each names the rule it checks.
+
+// requireProblem checks the problem+json shape of an error answer (API.md
+// conventions) and, when pointer is not "-", that errors[] points there.
+func requireProblem(t *testing.T, status int, hdr http.Header, body map[string]any, want int, pointer string) {
+	t.Helper()
+	require.Equal(t, want, status, "%v", body)
+	require.Equal(t, "application/problem+json", hdr.Get("Content-Type"))
+	require.EqualValues(t, want, body["status"])
+	require.NotEmpty(t, body["type"])
+	require.NotEmpty(t, body["title"])
+	require.NotEmpty(t, body["detail"])
+	if pointer == "-" {
+		return
+	}
+	errs, _ := body["errors"].([]any)
+	require.NotEmpty(t, errs, "%v", body)
+	var pointers []string
+	for _, e := range errs {
+		pointers = append(pointers, e.(map[string]any)["pointer"].(string))
+	}
+	require.Contains(t, pointers, pointer, "%v", body)
+}
+
+// TestContractKnownExtensionsAreStrings: API.md §1 — the extensions the
+// gateway understands are strings; any other type is an invalid envelope
+// (step 2 → 400 pointing at the attribute, also inside a batch), while an
+// extension it does not interpret keeps whatever value it has.
+func TestContractKnownExtensionsAreStrings(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t, nil)
+	status, _, _ := gw.do(t, "POST", "/api/event-types", "application/json", `{"code":"shop.order.created","name":"Order created"}`, nil)
+	require.Equal(t, http.StatusCreated, status)
+	const envelope = `"specversion":"1.0","source":"/shop","type":"shop.order.created"`
+	for i, name := range []string{"dataversion", "messagegroup", "deduplicationid", "correlationid", "causationid", "traceparent", "tracestate"} {
+		for _, value := range []string{"5", "true", `{"a":"b"}`} {
+			t.Run(name+"="+value, func(t *testing.T) {
+				t.Parallel()
+				body := fmt.Sprintf(`{%s,"id":"x-%d","%s":%s}`, envelope, i, name, value)
+				status, hdr, got := gw.do(t, "POST", "/api/events", "application/cloudevents+json", body, nil)
+				requireProblem(t, status, hdr, got, http.StatusBadRequest, "/"+name)
+
+				batch := fmt.Sprintf(`[{%s,"id":"y-%d"},%s]`, envelope, i, body)
+				status, hdr, got = gw.do(t, "POST", "/api/events", "application/cloudevents-batch+json", batch, nil)
+				requireProblem(t, status, hdr, got, http.StatusBadRequest, "/1/"+name)
+			})
+		}
+	}
+	// Nothing of the rejected requests was stored.
+	_, _, list := gw.do(t, "GET", "/api/events", "", "", nil)
+	require.Empty(t, list["items"])
+
+	status, _, got := gw.do(t, "POST", "/api/events", "application/cloudevents+json",
+		`{`+envelope+`,"id":"kept","region":5,"messagegroup":"order:1"}`, nil)
+	require.Equal(t, http.StatusCreated, status, "%v", got)
+	require.EqualValues(t, 5, got["event"].(map[string]any)["region"])
+}
+
+// listPage reads one page of a list endpoint.
+func listPage(t *testing.T, gw *gateway, path string) (items []map[string]any, next any) {
+	t.Helper()
+	status, _, got := gw.do(t, "GET", path, "", "", nil)
+	require.Equal(t, http.StatusOK, status, "%v", got)
+	require.Contains(t, got, "nextCursor", "every list answer has nextCursor")
+	for _, it := range got["items"].([]any) {
+		items = append(items, it.(map[string]any))
+	}
+	return items, got["nextCursor"]
+}
+
+// TestContractListsNewestFirstWithCursor: API.md conventions — list
+// endpoints take ?limit= and an opaque ?cursor=, answer {items, nextCursor}
+// (null on the last page) with items newest first; a limit out of range or a
+// cursor the server never gave is a 422.
+func TestContractListsNewestFirstWithCursor(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t, nil)
+	for _, code := range []string{"b.first", "a.second", "c.third"} {
+		status, _, got := gw.do(t, "POST", "/api/event-types", "application/json", `{"code":"`+code+`","name":"x"}`, nil)
+		require.Equal(t, http.StatusCreated, status, "%v", got)
+		status, _, got = gw.do(t, "POST", "/api/dispatch-pools", "application/json", `{"code":"`+strings.ReplaceAll(code, ".", "-")+`"}`, nil)
+		require.Equal(t, http.StatusCreated, status, "%v", got)
+	}
+	tests := []struct {
+		name, path, field string
+		want              []string
+	}{
+		{"event types", "/api/event-types", "code", []string{"c.third", "a.second", "b.first"}},
+		{"dispatch pools", "/api/dispatch-pools", "code", []string{"c-third", "a-second", "b-first", "default"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var codes []string
+			path := tt.path + "?limit=2"
+			for range 5 {
+				items, next := listPage(t, gw, path)
+				require.LessOrEqual(t, len(items), 2)
+				for _, it := range items {
+					codes = append(codes, it[tt.field].(string))
+				}
+				if next == nil {
+					break
+				}
+				path = tt.path + "?limit=2&cursor=" + next.(string)
+			}
+			require.Equal(t, tt.want, codes, "newest first, every item once across pages")
+
+			for _, q := range []string{"?limit=0", "?limit=-1", "?limit=x", "?cursor=%40%40not-a-cursor"} {
+				status, hdr, got := gw.do(t, "GET", tt.path+q, "", "", nil)
+				requireProblem(t, status, hdr, got, http.StatusUnprocessableEntity, "-")
+			}
+			items, _ := listPage(t, gw, tt.path+"?limit=501")
+			require.NotEmpty(t, items, "a limit above the maximum is clamped")
+		})
+	}
+	t.Run("workers", func(t *testing.T) {
+		t.Parallel()
+		items, next := listPage(t, gw, "/api/workers?limit=5")
+		require.Empty(t, items)
+		require.Nil(t, next)
+	})
+}
+
+// TestContractFilterValuesAreChecked: API.md conventions — well-formed input
+// that breaks a rule is a 422 (here a status filter naming no status).
+func TestContractFilterValuesAreChecked(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t, nil)
+	for _, path := range []string{"/api/subscriptions?status=BOGUS", "/api/dispatch-jobs?status=BOGUS", "/api/event-types?status=BOGUS"} {
+		status, hdr, got := gw.do(t, "GET", path, "", "", nil)
+		requireProblem(t, status, hdr, got, http.StatusUnprocessableEntity, "-")
+	}
+	for _, path := range []string{"/api/subscriptions?status=ACTIVE", "/api/subscriptions?status=PAUSED"} {
+		items, _ := listPage(t, gw, path)
+		require.Empty(t, items)
+	}
+}
+
+// TestContractBodyMustBeAnObject: API.md conventions — malformed JSON is a
+// 400, a well-formed body of the wrong kind (null, an array, a string where
+// an object is due) a 422, never a 200 that did nothing nor a 500.
+func TestContractBodyMustBeAnObject(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t, nil)
+	secretless := gw.setup(t, "http://127.0.0.1:9/never", "")
+	require.NotEmpty(t, secretless)
+	status, _, ver := gw.do(t, "POST", "/api/event-types/shop.order.created/versions", "application/json", `{"version":"1.0","schema":{"type":"object"}}`, nil)
+	require.Equal(t, http.StatusCreated, status, "%v", ver)
+	_, _, subs := gw.do(t, "GET", "/api/subscriptions", "", "", nil)
+	sub := subs["items"].([]any)[0].(map[string]any)["id"].(string)
+	_, _, pools := gw.do(t, "GET", "/api/dispatch-pools", "", "", nil)
+	pool := pools["items"].([]any)[0].(map[string]any)["id"].(string)
+
+	routes := []struct{ method, path string }{
+		{"POST", "/api/event-types"},
+		{"PATCH", "/api/event-types/shop.order.created"},
+		{"POST", "/api/event-types/shop.order.created/versions"},
+		{"PATCH", "/api/event-types/shop.order.created/versions/1.0"},
+		{"POST", "/api/subscriptions"},
+		{"PATCH", "/api/subscriptions/" + sub},
+		{"POST", "/api/dispatch-pools"},
+		{"PATCH", "/api/dispatch-pools/" + pool},
+		{"POST", "/api/dispatch-jobs"},
+		{"POST", "/api/dispatch-jobs/retry"},
+	}
+	for _, r := range routes {
+		t.Run(r.method+" "+r.path, func(t *testing.T) {
+			t.Parallel()
+			for _, body := range []string{"null", "[]", `"x"`, "1"} {
+				status, hdr, got := gw.do(t, r.method, r.path, "application/json", body, nil)
+				requireProblem(t, status, hdr, got, http.StatusUnprocessableEntity, "-")
+			}
+			for _, body := range []string{`{"code":`, "", "nul"} {
+				status, hdr, got := gw.do(t, r.method, r.path, "application/json", body, nil)
+				requireProblem(t, status, hdr, got, http.StatusBadRequest, "-")
+			}
+		})
+	}
+}
+
+// TestContractTaskJobDelivery: API.md §5 — a TASK job answers 201 with the
+// job (kind TASK, its generated secret) and a Location; its webhook body is
+// payload as JSON (application/json) signed with that secret, webhook-id the
+// job id; its validation problems point into the request body.
+func TestContractTaskJobDelivery(t *testing.T) {
+	t.Parallel()
+	recv := newReceiver(t)
+	gw := startGateway(t, nil)
+	status, hdr, job := gw.do(t, "POST", "/api/dispatch-jobs", "application/json",
+		`{"code":"billing.invoice.send","targetUrl":"`+recv.srv.URL+`/tasks","payload":{"invoice":42,"lines":["a"]},"subject":"inv-42","headers":{"X-Team":"billing"}}`, nil)
+	require.Equal(t, http.StatusCreated, status, "%v", job)
+	id := job["id"].(string)
+	require.Equal(t, "/api/dispatch-jobs/"+id, hdr.Get("Location"))
+	require.Equal(t, "TASK", job["kind"])
+	secret := job["secret"].(string)
+	require.True(t, strings.HasPrefix(secret, "whsec_"))
+
+	d := recv.waitFor(t, 1)[0]
+	require.Equal(t, "application/json", strings.Split(d.header.Get("Content-Type"), ";")[0])
+	require.Equal(t, id, d.header.Get("webhook-id"))
+	require.Equal(t, "1", d.header.Get("hooklane-attempt"))
+	require.Equal(t, "billing", d.header.Get("X-Team"))
+	require.True(t, strings.HasPrefix(d.header.Get("User-Agent"), "hooklane/"))
+	var payload any
+	require.NoError(t, json.Unmarshal(d.body, &payload))
+	require.Equal(t, map[string]any{"invoice": float64(42), "lines": []any{"a"}}, payload)
+	wh, err := standardwebhooks.NewWebhook(secret)
+	require.NoError(t, err)
+	require.NoError(t, wh.Verify(d.body, d.header))
+	done := gw.waitJob(t, id, "COMPLETED")
+	require.NotContains(t, done, "secret", "the secret is shown only at creation")
+
+	status, hdr, got := gw.do(t, "POST", "/api/dispatch-jobs", "application/json",
+		`{"code":"billing.invoice.send","targetUrl":"ftp://x/y","payload":{},"timeoutSeconds":301}`, nil)
+	requireProblem(t, status, hdr, got, http.StatusUnprocessableEntity, "/targetUrl")
+	require.Equal(t, "the job is invalid", got["detail"])
+	requireProblem(t, status, hdr, got, http.StatusUnprocessableEntity, "/timeoutSeconds")
+}
+
+// TestContractDataOnlyDelivery: API.md §6 — with dataOnly the receiver gets
+// the data alone with its datacontenttype and the attributes as ce-*
+// headers (CloudEvents binary mode), still signed.
+func TestContractDataOnlyDelivery(t *testing.T) {
+	t.Parallel()
+	recv := newReceiver(t)
+	gw := startGateway(t, nil)
+	secret := gw.setup(t, recv.srv.URL, `,"dataOnly":true`)
+	status, _, ev := gw.do(t, "POST", "/api/events", "application/cloudevents+json",
+		`{"specversion":"1.0","id":"d-1","source":"/shop","type":"shop.order.created","subject":"order:7","region":"eu","data":{"amount":7}}`, nil)
+	require.Equal(t, http.StatusCreated, status, "%v", ev)
+
+	d := recv.waitFor(t, 1)[0]
+	require.Equal(t, "application/json", strings.Split(d.header.Get("Content-Type"), ";")[0])
+	var data any
+	require.NoError(t, json.Unmarshal(d.body, &data))
+	require.Equal(t, map[string]any{"amount": float64(7)}, data)
+	for h, want := range map[string]string{"ce-specversion": "1.0", "ce-id": "d-1", "ce-source": "/shop", "ce-type": "shop.order.created", "ce-subject": "order:7", "ce-region": "eu"} {
+		require.Equal(t, want, d.header.Get(h), h)
+	}
+	require.NotEmpty(t, d.header.Get("ce-time"))
+	wh, err := standardwebhooks.NewWebhook(secret)
+	require.NoError(t, err)
+	require.NoError(t, wh.Verify(d.body, d.header))
+}
