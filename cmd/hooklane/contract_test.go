@@ -3,9 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
@@ -256,4 +260,205 @@ func TestContractDataOnlyDelivery(t *testing.T) {
 	wh, err := standardwebhooks.NewWebhook(secret)
 	require.NoError(t, err)
 	require.NoError(t, wh.Verify(d.body, d.header))
+}
+
+// TestContractIngestLimitsAndStepOrder: API.md §1 — 413 when the request
+// exceeds HOOKLANE_MAX_REQUEST_BYTES or one event (also a batch item or a
+// binary body) HOOKLANE_MAX_EVENT_BYTES; 415 for a content type of no mode;
+// a ce-specversion header makes application/json binary mode; the first
+// failing validation step decides (an envelope error beats an unknown type
+// elsewhere in the batch); a rejected request stores nothing.
+func TestContractIngestLimitsAndStepOrder(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t, map[string]string{"HOOKLANE_MAX_EVENT_BYTES": "1024", "HOOKLANE_MAX_REQUEST_BYTES": "4096", "HOOKLANE_MAX_BATCH": "50"})
+	status, _, _ := gw.do(t, "POST", "/api/event-types", "application/json", `{"code":"shop.order.created","name":"x"}`, nil)
+	require.Equal(t, http.StatusCreated, status)
+	item := func(id string, pad int) string {
+		return fmt.Sprintf(`{"specversion":"1.0","id":%q,"source":"/s","type":"shop.order.created","data":%q}`, id, strings.Repeat("x", pad))
+	}
+	items := make([]string, 8)
+	for i := range items {
+		items[i] = item(fmt.Sprint("big-", i), 700)
+	}
+	binary := map[string]string{"ce-specversion": "1.0", "ce-id": "bin-1", "ce-source": "/s", "ce-type": "shop.order.created"}
+	tests := []struct {
+		name, contentType, body string
+		header                  map[string]string
+		status                  int
+		pointer                 string
+	}{
+		{"request over max request bytes", "application/cloudevents-batch+json", "[" + strings.Join(items, ",") + "]", nil, 413, "-"},
+		{"batch item over max event bytes", "application/cloudevents-batch+json", "[" + item("ok", 10) + "," + item("big", 2000) + "]", nil, 413, "-"},
+		{"binary body over max event bytes", "application/octet-stream", strings.Repeat("x", 2000), binary, 413, "-"},
+		{"no mode", "text/plain", "hello", nil, 415, "-"},
+		{"no content type", "", item("none", 1), nil, 415, "-"},
+		{"json with ce-specversion is binary: body is data", "application/json", `{"amount":`, binary, 400, "/data"},
+		{"envelope error beats unknown type", "application/cloudevents-batch+json",
+			`[{"specversion":"1.0","id":"u","source":"/s","type":"shop.nothing"},{"specversion":"1.0","source":"/s","type":"shop.order.created"}]`, nil, 400, "/1/id"},
+		{"unknown type in a batch", "application/cloudevents-batch+json",
+			`[` + item("fine", 1) + `,{"specversion":"1.0","id":"u","source":"/s","type":"shop.nothing"}]`, nil, 422, "/1/type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			status, hdr, got := gw.do(t, "POST", "/api/events", tt.contentType, tt.body, tt.header)
+			requireProblem(t, status, hdr, got, tt.status, tt.pointer)
+		})
+	}
+	t.Run("within limits", func(t *testing.T) {
+		t.Parallel()
+		status, _, got := gw.do(t, "POST", "/api/events", "application/cloudevents-batch+json", "["+strings.Join(items[:5], ",")+"]", nil)
+		require.Equal(t, http.StatusCreated, status, "%v", got)
+		require.Len(t, got["items"], 5)
+		status, _, got = gw.do(t, "POST", "/api/events", "application/json", `{"amount":1}`, binary)
+		require.Equal(t, http.StatusCreated, status, "%v", got)
+		require.Equal(t, map[string]any{"amount": float64(1)}, got["event"].(map[string]any)["data"])
+	})
+}
+
+// TestContractDeliveryOutcomes: API.md §6 — 408, 425, 429 and 5xx are
+// retried; a redirect is not followed and, like any other 4xx, ends the job
+// in ERROR at once.
+func TestContractDeliveryOutcomes(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	calls := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls[r.URL.Path]++
+		n := calls[r.URL.Path]
+		mu.Unlock()
+		first := map[string]int{"/r408": 408, "/r425": 425, "/r429": 429, "/r502": 502, "/r404": 404, "/r422": 422}
+		switch {
+		case r.URL.Path == "/redirect":
+			http.Redirect(w, r, "/landed", http.StatusFound)
+		case n == 1 && first[r.URL.Path] != 0:
+			w.WriteHeader(first[r.URL.Path])
+		case r.URL.Path == "/r404" || r.URL.Path == "/r422":
+			w.WriteHeader(first[r.URL.Path])
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	gw := startGateway(t, nil)
+	status, _, _ := gw.do(t, "POST", "/api/event-types", "application/json", `{"code":"shop.order.created","name":"x"}`, nil)
+	require.Equal(t, http.StatusCreated, status)
+	want := map[string]struct {
+		status   string
+		attempts int
+	}{
+		"r408": {"COMPLETED", 2}, "r425": {"COMPLETED", 2}, "r429": {"COMPLETED", 2}, "r502": {"COMPLETED", 2},
+		"redirect": {"ERROR", 1}, "r404": {"ERROR", 1}, "r422": {"ERROR", 1},
+	}
+	for code := range want {
+		status, _, got := gw.do(t, "POST", "/api/subscriptions", "application/json",
+			`{"code":"`+code+`","eventTypes":[{"eventTypeCode":"shop.order.created"}],"target":"`+srv.URL+`/`+code+`","retry":{"maxAttempts":3,"initialBackoffSeconds":1,"maxBackoffSeconds":1}}`, nil)
+		require.Equal(t, http.StatusCreated, status, "%v", got)
+	}
+	status, _, ev := gw.do(t, "POST", "/api/events", "application/cloudevents+json",
+		`{"specversion":"1.0","id":"o-1","source":"/shop","type":"shop.order.created","data":{}}`, nil)
+	require.Equal(t, http.StatusCreated, status, "%v", ev)
+	jobs := ev["dispatchJobs"].([]any)
+	require.Len(t, jobs, len(want))
+	for _, j := range jobs {
+		j := j.(map[string]any)
+		w := want[j["subscription"].(string)]
+		job := gw.waitJob(t, j["id"].(string), w.status)
+		require.EqualValues(t, w.attempts, job["attemptCount"], "%s", j["subscription"])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Zero(t, calls["/landed"], "a redirect is not followed")
+	require.Equal(t, 1, calls["/redirect"])
+}
+
+// TestContractSubscriptionLifecycle: API.md §3 — pause/resume answer 200
+// with the subscription; a PAUSED subscription matches no new event and its
+// pending job waits, then goes out after resume; rotate-secret answers the
+// new secret and previousExpiresAt, both secrets sign meanwhile (several
+// space-separated signatures) and GET …/secret lists them; no other answer
+// shows a secret; DELETE answers 204 and cancels the jobs not yet delivered.
+func TestContractSubscriptionLifecycle(t *testing.T) {
+	t.Parallel()
+	recv := newReceiver(t)
+	gw := startGateway(t, nil)
+	oldSecret := gw.setup(t, recv.srv.URL, `,"delaySeconds":2`)
+	_, _, subs := gw.do(t, "GET", "/api/subscriptions", "", "", nil)
+	sub := subs["items"].([]any)[0].(map[string]any)
+	require.NotContains(t, sub, "secret", "a list shows no secret")
+	id := sub["id"].(string)
+	event := func(eid string) map[string]any {
+		t.Helper()
+		status, _, ev := gw.do(t, "POST", "/api/events", "application/cloudevents+json",
+			`{"specversion":"1.0","id":"`+eid+`","source":"/shop","type":"shop.order.created","data":{}}`, nil)
+		require.Equal(t, http.StatusCreated, status, "%v", ev)
+		return ev
+	}
+
+	waiting := event("before-pause")["dispatchJobs"].([]any)[0].(map[string]any)["id"].(string)
+	status, _, paused := gw.do(t, "POST", "/api/subscriptions/"+id+"/pause", "", "", nil)
+	require.Equal(t, http.StatusOK, status, "%v", paused)
+	require.Equal(t, "PAUSED", paused["status"])
+	require.NotContains(t, paused, "secret")
+	require.Empty(t, event("while-paused")["dispatchJobs"], "a PAUSED subscription matches no new event")
+	require.Never(t, func() bool {
+		_, _, job := gw.do(t, "GET", "/api/dispatch-jobs/"+waiting, "", "", nil)
+		return job["status"] == "COMPLETED" || job["status"] == "CANCELLED" || job["status"] == "ERROR"
+	}, 3500*time.Millisecond, 100*time.Millisecond, "the pending job of a paused subscription waits")
+	recv.mu.Lock()
+	require.Empty(t, recv.got, "nothing is delivered while paused")
+	recv.mu.Unlock()
+
+	status, _, resumed := gw.do(t, "POST", "/api/subscriptions/"+id+"/resume", "", "", nil)
+	require.Equal(t, http.StatusOK, status, "%v", resumed)
+	require.Equal(t, "ACTIVE", resumed["status"])
+	gw.waitJob(t, waiting, "COMPLETED")
+
+	status, _, rotated := gw.do(t, "POST", "/api/subscriptions/"+id+"/rotate-secret", "", "", nil)
+	require.Equal(t, http.StatusOK, status, "%v", rotated)
+	newSecret := rotated["secret"].(string)
+	require.True(t, strings.HasPrefix(newSecret, "whsec_"))
+	require.NotEqual(t, oldSecret, newSecret)
+	require.NotEmpty(t, rotated["previousExpiresAt"])
+	status, _, secrets := gw.do(t, "GET", "/api/subscriptions/"+id+"/secret", "", "", nil)
+	require.Equal(t, http.StatusOK, status, "%v", secrets)
+	list := secrets["secrets"].([]any)
+	require.Len(t, list, 2)
+	expires := map[string]any{}
+	for _, s := range list {
+		s := s.(map[string]any)
+		expires[s["secret"].(string)] = s["expiresAt"]
+	}
+	require.Nil(t, expires[newSecret])
+	require.Equal(t, rotated["previousExpiresAt"], expires[oldSecret])
+
+	event("after-rotation")
+	d := recv.waitFor(t, 2)[1]
+	require.Len(t, strings.Fields(d.header.Get("webhook-signature")), 2, "both secrets sign during a rotation")
+	for _, secret := range []string{oldSecret, newSecret} {
+		wh, err := standardwebhooks.NewWebhook(secret)
+		require.NoError(t, err)
+		require.NoError(t, wh.Verify(d.body, d.header))
+	}
+	status, _, got := gw.do(t, "GET", "/api/subscriptions/"+id, "", "", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.NotContains(t, got, "secret")
+
+	status, _, patched := gw.do(t, "PATCH", "/api/subscriptions/"+id, "application/json", `{"delaySeconds":3600}`, nil)
+	require.Equal(t, http.StatusOK, status, "%v", patched)
+	require.NotContains(t, patched, "secret")
+	pending := event("before-delete")["dispatchJobs"].([]any)[0].(map[string]any)["id"].(string)
+	req, err := http.NewRequest(http.MethodDelete, gw.base+"/api/subscriptions/"+id, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	require.Empty(t, body)
+	status, hdr, got := gw.do(t, "GET", "/api/subscriptions/"+id, "", "", nil)
+	requireProblem(t, status, hdr, got, http.StatusNotFound, "-")
+	gw.waitJob(t, pending, "CANCELLED")
 }
