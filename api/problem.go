@@ -122,15 +122,73 @@ func decodeJSON(r *http.Request, dst any, maxBytes int64) error {
 	if err := json.Unmarshal(body, dst); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			ptr := "/" + strings.ReplaceAll(te.Field, ".", "/")
-			if te.Field == "" {
-				ptr = ""
+			ptr, found := pointerAt(body, te.Offset)
+			if !found {
+				ptr = "/" + strings.ReplaceAll(te.Field, ".", "/")
+				if te.Field == "" {
+					ptr = ""
+				}
 			}
 			return unprocessable("a field has the wrong type", FieldError{Pointer: ptr, Message: "must be " + jsonKind(te.Type.Kind().String())})
 		}
 		return unprocessable(err.Error(), FieldError{Pointer: "", Message: err.Error()})
 	}
 	return nil
+}
+
+// pointerAt returns the JSON pointer of the innermost value of the
+// document body that ends at or spans offset: where json.Unmarshal reports a
+// value of the wrong type. (UnmarshalTypeError.Field names Go's embedded
+// structs and leaves out array indexes, so it is no pointer into the body.)
+func pointerAt(body []byte, offset int64) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	ptr, found, err := valuePointer(dec, "", offset)
+	if err != nil {
+		return "", false
+	}
+	return ptr, found
+}
+
+// valuePointer reads one JSON value from dec, whose pointer is path, and
+// reports the pointer of its innermost value that spans offset.
+func valuePointer(dec *json.Decoder, path string, offset int64) (string, bool, error) {
+	start := dec.InputOffset()
+	tok, err := dec.Token()
+	if err != nil {
+		return "", false, fmt.Errorf("read token: %w", err)
+	}
+	switch tok {
+	case json.Delim('{'):
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				return "", false, fmt.Errorf("read key: %w", err)
+			}
+			name, _ := key.(string)
+			if ptr, found, err := valuePointer(dec, path+"/"+pointerToken(name), offset); err != nil || found {
+				return ptr, found, err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return "", false, fmt.Errorf("read object end: %w", err)
+		}
+	case json.Delim('['):
+		for i := 0; dec.More(); i++ {
+			if ptr, found, err := valuePointer(dec, path+"/"+strconv.Itoa(i), offset); err != nil || found {
+				return ptr, found, err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return "", false, fmt.Errorf("read array end: %w", err)
+		}
+	}
+	return path, start < offset && offset <= dec.InputOffset(), nil
+}
+
+// pointerToken escapes one reference token of a JSON pointer (RFC
+// 6901: ~ as ~0, / as ~1).
+func pointerToken(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 // wantsObject reports whether dst points to a struct or a map: a value

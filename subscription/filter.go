@@ -98,6 +98,15 @@ func compileFilter(f Filter) (compiledFilter, error) {
 		cf.attr = f.Field
 	}
 	cf.op = f.Op
+	// The op is checked first: a filter with an unknown op and no value is
+	// wrong in its op, which is what the error should point at.
+	switch f.Op {
+	case OpEq, OpNeq, OpIn, OpPrefix, OpSuffix, OpExists, OpGt, OpGte, OpLt, OpLte:
+	case "":
+		return cf, &filterError{"op", "is required"}
+	default:
+		return cf, &filterError{"op", "must be one of eq, neq, in, prefix, suffix, exists, gt, gte, lt, lte"}
+	}
 	if len(bytes.TrimSpace(f.Value)) == 0 {
 		return cf, &filterError{"value", "is required"}
 	}
@@ -140,10 +149,6 @@ func compileFilter(f Filter) (compiledFilter, error) {
 			return cf, &filterError{"value", "must be a number or a string for op " + f.Op}
 		}
 		cf.val = val
-	case "":
-		return cf, &filterError{"op", "is required"}
-	default:
-		return cf, &filterError{"op", "must be one of eq, neq, in, prefix, suffix, exists, gt, gte, lt, lte"}
 	}
 	return cf, nil
 }

@@ -462,3 +462,54 @@ func TestContractSubscriptionLifecycle(t *testing.T) {
 	requireProblem(t, status, hdr, got, http.StatusNotFound, "-")
 	gw.waitJob(t, pending, "CANCELLED")
 }
+
+// TestContractSubscriptionValidation: API.md §3 and the conventions — a
+// subscription that breaks a rule is a 422 whose errors[] point into the
+// body, on create and on PATCH, and nothing is stored.
+func TestContractSubscriptionValidation(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t, nil)
+	gw.setup(t, "http://127.0.0.1:9/never", "")
+	_, _, subs := gw.do(t, "GET", "/api/subscriptions", "", "", nil)
+	id := subs["items"].([]any)[0].(map[string]any)["id"].(string)
+	const base = `"eventTypes":[{"eventTypeCode":"shop.order.created"}],"target":"http://127.0.0.1:9/x"`
+	tests := []struct{ name, fields, pointer string }{
+		{"code missing", base, "/code"},
+		{"no event types", `"code":"c","eventTypes":[],"target":"http://127.0.0.1:9/x"`, "/eventTypes"},
+		{"bad type pattern", `"code":"c","eventTypes":[{"eventTypeCode":"shop.or*"}],"target":"http://127.0.0.1:9/x"`, "/eventTypes/0/eventTypeCode"},
+		{"bad spec version", `"code":"c","eventTypes":[{"eventTypeCode":"shop.order.created","specVersion":"one"}],"target":"http://127.0.0.1:9/x"`, "/eventTypes/0/specVersion"},
+		{"unknown op without value", `"code":"c",` + base + `,"filters":[{"field":"region","op":"like"}]`, "/filters/0/op"},
+		{"unknown op", `"code":"c",` + base + `,"filters":[{"field":"region","op":"like","value":"x"}]`, "/filters/0/op"},
+		{"in without array", `"code":"c",` + base + `,"filters":[{"field":"region","op":"eq","value":"x"},{"field":"region","op":"in","value":"x"}]`, "/filters/1/value"},
+		{"exists without boolean", `"code":"c",` + base + `,"filters":[{"field":"region","op":"exists","value":"yes"}]`, "/filters/0/value"},
+		{"bad field", `"code":"c",` + base + `,"filters":[{"field":"Region!","op":"eq","value":"x"}]`, "/filters/0/field"},
+		{"target not http", `"code":"c","eventTypes":[{"eventTypeCode":"shop.order.created"}],"target":"ftp://x/y"`, "/target"},
+		{"push without target", `"code":"c","eventTypes":[{"eventTypeCode":"shop.order.created"}]`, "/target"},
+		{"timeout above 300", `"code":"c",` + base + `,"timeoutSeconds":301`, "/timeoutSeconds"},
+		{"timeout zero", `"code":"c",` + base + `,"timeoutSeconds":0`, "/timeoutSeconds"},
+		{"timeout wrong type", `"code":"c",` + base + `,"timeoutSeconds":"30"`, "/timeoutSeconds"},
+		{"bad mode", `"code":"c",` + base + `,"mode":"SOMETIMES"`, "/mode"},
+		{"bad delivery", `"code":"c",` + base + `,"delivery":"carrier"`, "/delivery"},
+		{"negative delay", `"code":"c",` + base + `,"delaySeconds":-1`, "/delaySeconds"},
+		{"no attempts", `"code":"c",` + base + `,"retry":{"maxAttempts":0}`, "/retry/maxAttempts"},
+		{"unknown pool", `"code":"c",` + base + `,"dispatchPoolId":"01JD0000000000000000000000"`, "/dispatchPoolId"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			status, hdr, got := gw.do(t, "POST", "/api/subscriptions", "application/json", "{"+tt.fields+"}", nil)
+			requireProblem(t, status, hdr, got, http.StatusUnprocessableEntity, tt.pointer)
+			if tt.pointer == "/code" || tt.pointer == "/target" && !strings.Contains(tt.fields, "ftp") {
+				return // a PATCH keeps the stored code and target
+			}
+			status, hdr, got = gw.do(t, "PATCH", "/api/subscriptions/"+id, "application/json", "{"+tt.fields+"}", nil)
+			requireProblem(t, status, hdr, got, http.StatusUnprocessableEntity, tt.pointer)
+		})
+	}
+	t.Run("nothing stored", func(t *testing.T) {
+		t.Parallel()
+		status, _, got := gw.do(t, "GET", "/api/subscriptions/"+id, "", "", nil)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "orders", got["code"])
+	})
+}
