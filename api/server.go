@@ -117,10 +117,24 @@ func New(cfg Config) *Server {
 	// then the access log and metrics, then panic recovery, innermost, so a
 	// panic is logged and counted as the 500 it becomes.
 	e.Use(s.requestID, s.logRequests, s.recoverPanics)
+	// Every /api/* request needs a key (API.md conventions), also one that
+	// matches no route: without a key the answer is 401, not a map of the
+	// routes that exist.
+	anyKey := s.auth(RoleProducer, RoleWorker, RoleViewer)
 	e.NoRoute(func(c *gin.Context) {
+		if strings.HasPrefix(c.Request.URL.Path, "/api/") {
+			if anyKey(c); c.IsAborted() {
+				return
+			}
+		}
 		writeProblem(c, newProblem(http.StatusNotFound, "no such route: "+c.Request.URL.Path))
 	})
 	e.NoMethod(func(c *gin.Context) {
+		if strings.HasPrefix(c.Request.URL.Path, "/api/") {
+			if anyKey(c); c.IsAborted() {
+				return
+			}
+		}
 		writeProblem(c, newProblem(http.StatusMethodNotAllowed, c.Request.Method+" is not allowed on "+c.Request.URL.Path))
 	})
 	s.routes()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -512,4 +513,61 @@ func TestContractSubscriptionValidation(t *testing.T) {
 		require.Equal(t, http.StatusOK, status)
 		require.Equal(t, "orders", got["code"])
 	})
+}
+
+// TestContractAuthCoversEveryAPIPath: API.md conventions and §9 — keys from
+// HOOKLANE_API_KEYS; every /api/* request needs one, also a request that
+// matches no route or method (401 without, then 404/405); a known key of
+// the wrong role is 403; probes need no key.
+func TestContractAuthCoversEveryAPIPath(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t, map[string]string{"HOOKLANE_API_KEYS": "ops:admin:k-admin-1,shop:producer:k-prod-1,dash:viewer:k-view-1,pull:worker:k-work-1"})
+	bearer := func(k string) map[string]string { return map[string]string{"Authorization": "Bearer " + k} }
+	tests := []struct {
+		name, method, path string
+		header             map[string]string
+		status             int
+	}{
+		{"unknown route, no key", "GET", "/api/no-such-thing", nil, 401},
+		{"unknown route, unknown key", "GET", "/api/no-such-thing", bearer("nope"), 401},
+		{"unknown route, viewer", "GET", "/api/no-such-thing", bearer("k-view-1"), 404},
+		{"wrong method, no key", "PUT", "/api/events", nil, 401},
+		{"wrong method, producer", "PUT", "/api/events", bearer("k-prod-1"), 405},
+		{"viewer may not ingest", "POST", "/api/events", bearer("k-view-1"), 403},
+		{"worker may not read events", "GET", "/api/events", bearer("k-work-1"), 403},
+		{"producer may not read subscriptions", "GET", "/api/subscriptions", bearer("k-prod-1"), 403},
+		{"viewer may not claim", "GET", "/api/subscriptions/01JD0000000000000000000000/jobs/next?worker_id=h:1", bearer("k-view-1"), 403},
+		{"producer reads jobs", "GET", "/api/dispatch-jobs", bearer("k-prod-1"), 200},
+		{"worker reads jobs", "GET", "/api/dispatch-jobs", bearer("k-work-1"), 200},
+		{"viewer reads the stream", "GET", "/api/stream?since=2000-01-01T00:00:00Z&jobs=none", bearer("k-view-1"), 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			req, err := http.NewRequest(tt.method, gw.base+tt.path, strings.NewReader("{}"))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			for k, v := range tt.header {
+				req.Header.Set(k, v)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			require.Equal(t, tt.status, resp.StatusCode)
+			if tt.status >= 400 {
+				require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
+			}
+			if tt.status == 401 {
+				require.Contains(t, resp.Header.Get("WWW-Authenticate"), "Bearer")
+			}
+		})
+	}
+	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+		resp, err := http.Get(gw.base + p) //nolint:noctx // a probe answers at once
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, http.StatusOK, resp.StatusCode, p)
+	}
 }
