@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -133,11 +135,47 @@ func (s *Server) listSubscriptions(c *gin.Context) error {
 	if v, ok := c.GetQuery("clientId"); ok {
 		p.ClientID = &v
 	}
+	if p.EventType != "" && !strings.Contains(p.EventType, "*") {
+		return s.listSubscriptionsForType(c, p)
+	}
 	pg, err := s.cfg.Store.SubscriptionList(c.Request.Context(), p)
 	if err != nil {
 		return err //nolint:wrapcheck // mapped by h
 	}
 	writePage(c, pg.Subscriptions, pg.NextCursor)
+	return nil
+}
+
+// listSubscriptionsForType answers ?eventType=<code> with the subscriptions
+// that receive events of that type: a binding equal to the code or a
+// pattern matching it (the store filters on equal bindings only). The
+// store's other filters hold; the page is cut here, newest first.
+func (s *Server) listSubscriptionsForType(c *gin.Context, want *subscription.ListParams) error {
+	p := *want
+	p.EventType, p.Limit, p.Cursor = "", limitMax, ""
+	var all []*subscription.Subscription
+	for {
+		pg, err := s.cfg.Store.SubscriptionList(c.Request.Context(), &p)
+		if err != nil {
+			return err //nolint:wrapcheck // mapped by h
+		}
+		for _, sub := range pg.Subscriptions {
+			if slices.ContainsFunc(sub.EventTypes, func(b subscription.Binding) bool {
+				return subscription.MatchPattern(b.EventTypeCode, want.EventType)
+			}) {
+				all = append(all, sub)
+			}
+		}
+		if pg.NextCursor == "" || pg.NextCursor == p.Cursor {
+			break
+		}
+		p.Cursor = pg.NextCursor
+	}
+	items, next, err := pageDesc(all, func(sub *subscription.Subscription) string { return sub.ID }, want.Limit, want.Cursor)
+	if err != nil {
+		return err
+	}
+	writePage(c, items, next)
 	return nil
 }
 

@@ -571,3 +571,66 @@ func TestContractAuthCoversEveryAPIPath(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode, p)
 	}
 }
+
+// TestContractSubscriptionListFilters: API.md §3 — GET /api/subscriptions
+// filters by status, clientId and eventType; ?eventType=<code> lists the
+// subscriptions that receive that type (bound exactly or by a pattern that
+// matches it; a pattern itself finds the bindings equal to it); newest
+// first, paged by cursor.
+func TestContractSubscriptionListFilters(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t, nil)
+	subs := []struct{ code, binding, extra string }{
+		{"exact", "shop.order.created", ""},
+		{"glob", "shop.order.*", ""},
+		{"inner", "shop.*.created", `,"clientId":"c1"`},
+		{"other", "shop.invoice.paid", ""},
+		{"paused-exact", "shop.order.created", ""},
+	}
+	ids := map[string]string{}
+	for _, s := range subs {
+		status, _, got := gw.do(t, "POST", "/api/subscriptions", "application/json",
+			`{"code":"`+s.code+`","eventTypes":[{"eventTypeCode":"`+s.binding+`"}],"target":"http://127.0.0.1:9/x"`+s.extra+`}`, nil)
+		require.Equal(t, http.StatusCreated, status, "%v", got)
+		ids[s.code] = got["id"].(string)
+	}
+	status, _, got := gw.do(t, "POST", "/api/subscriptions/"+ids["paused-exact"]+"/pause", "", "", nil)
+	require.Equal(t, http.StatusOK, status, "%v", got)
+
+	codes := func(path string) []string {
+		t.Helper()
+		var out []string
+		next := path
+		for range 10 {
+			items, cursor := listPage(t, gw, next)
+			for _, it := range items {
+				out = append(out, it["code"].(string))
+			}
+			if cursor == nil {
+				return out
+			}
+			next = path + "&cursor=" + cursor.(string)
+		}
+		t.Fatalf("%s: too many pages", path)
+		return nil
+	}
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{"?limit=2", []string{"paused-exact", "other", "inner", "glob", "exact"}},
+		{"?eventType=shop.order.created&limit=2", []string{"paused-exact", "inner", "glob", "exact"}},
+		{"?eventType=shop.order.created&status=ACTIVE", []string{"inner", "glob", "exact"}},
+		{"?eventType=shop.order.created&clientId=c1", []string{"inner"}},
+		{"?eventType=shop.order.*", []string{"glob"}},
+		{"?eventType=shop.invoice.paid", []string{"other"}},
+		{"?eventType=shop.nothing.here", nil},
+		{"?status=PAUSED", []string{"paused-exact"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, codes("/api/subscriptions"+tt.query))
+		})
+	}
+}
