@@ -214,7 +214,9 @@ func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 			return nil, fmt.Errorf("list jobs of event %s: %w", orig.ID, err)
 		}
 		SortJobs(jobs, nil)
-		results[i] = Result{Event: orig, Duplicate: true, Jobs: jobs}
+		// A duplicate was validated like a new event: a DEPRECATED version
+		// it names still earns the Deprecation header.
+		results[i] = Result{Event: orig, Duplicate: true, Jobs: jobs, Deprecated: results[i].Deprecated}
 		toQueue = append(toQueue, unsentSuspects(jobs, now)...)
 	}
 	if len(toQueue) > 0 {

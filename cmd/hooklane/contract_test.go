@@ -634,3 +634,40 @@ func TestContractSubscriptionListFilters(t *testing.T) {
 		})
 	}
 }
+
+// TestContractDeprecationHeader: API.md §1 step 4 — an event validated
+// against a DEPRECATED version is accepted with Deprecation: true, also when
+// it is a duplicate (validated all the same) or one item of a batch; an
+// event of the CURRENT version gets no such header.
+func TestContractDeprecationHeader(t *testing.T) {
+	t.Parallel()
+	gw := startGateway(t, nil)
+	status, _, got := gw.do(t, "POST", "/api/event-types", "application/json",
+		`{"code":"shop.order.created","name":"x","versions":[{"version":"1.0","schema":{},"status":"CURRENT"},{"version":"2.0","schema":{},"status":"CURRENT"}]}`, nil)
+	require.Equal(t, http.StatusCreated, status, "%v", got)
+	status, _, got = gw.do(t, "PATCH", "/api/event-types/shop.order.created/versions/1.0", "application/json", `{"status":"DEPRECATED"}`, nil)
+	require.Equal(t, http.StatusOK, status, "%v", got)
+	ev := func(id, version string) string {
+		ext := ""
+		if version != "" {
+			ext = `,"dataversion":"` + version + `"`
+		}
+		return `{"specversion":"1.0","id":"` + id + `","source":"/s","type":"shop.order.created","data":{}` + ext + `}`
+	}
+	tests := []struct {
+		name, contentType, body string
+		status                  int
+		deprecation             string
+	}{
+		{"deprecated", "application/cloudevents+json", ev("a", "1.0"), 201, "true"},
+		{"deprecated duplicate", "application/cloudevents+json", ev("a", "1.0"), 200, "true"},
+		{"current", "application/cloudevents+json", ev("b", ""), 201, ""},
+		{"current named", "application/cloudevents+json", ev("c", "2.0"), 201, ""},
+		{"batch with a deprecated item", "application/cloudevents-batch+json", "[" + ev("d", "2.0") + "," + ev("e", "1.0") + "]", 201, "true"},
+	}
+	for _, tt := range tests { // in order: the duplicate follows its original
+		status, hdr, got := gw.do(t, "POST", "/api/events", tt.contentType, tt.body, nil)
+		require.Equal(t, tt.status, status, "%s: %v", tt.name, got)
+		require.Equal(t, tt.deprecation, hdr.Get("Deprecation"), tt.name)
+	}
+}
