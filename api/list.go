@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,13 +27,27 @@ const (
 func listParams(c *gin.Context) (limit int, cursor string, err error) {
 	limit = limitDefault
 	if v := c.Query("limit"); v != "" {
-		n, perr := strconv.Atoi(v)
-		if perr != nil || n < 1 {
+		n, ok := parseCount(v, limitMax)
+		if !ok || n < 1 {
 			return 0, "", unprocessable("limit must be a positive integer", FieldError{Pointer: "", Message: "query parameter limit must be a positive integer"})
 		}
-		limit = min(n, limitMax)
+		limit = n
 	}
 	return limit, c.Query("cursor"), nil
+}
+
+// parseCount reads a decimal integer query parameter clamped to at most
+// maxN: a number too large even for an int is clamped too (API.md: a limit
+// above the maximum is clamped). ok is false when v is no integer.
+func parseCount(v string, maxN int) (n int, ok bool) {
+	n, err := strconv.Atoi(v)
+	if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(v, "-") {
+		return maxN, true
+	}
+	if err != nil {
+		return 0, false
+	}
+	return min(n, maxN), true
 }
 
 // timeParam reads an RFC 3339 query parameter; zero when absent.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -122,15 +123,15 @@ func parseClaimParams(c *gin.Context) (*claimParams, error) {
 		return nil, badRequest("worker_id is required")
 	}
 	if v := c.Query("max"); v != "" {
-		n, err := strconv.Atoi(v)
+		n, ok := parseCount(v, PullMaxClaim)
 		switch {
-		case err != nil:
+		case !ok:
 			return nil, badRequest("max must be a positive integer")
 		case n < 1:
 			// A well-formed number out of range (API.md conventions: 422).
 			return nil, unprocessable("max must be a positive integer")
 		}
-		p.max = min(n, PullMaxClaim)
+		p.max = n
 	}
 	if v := c.Query("wait"); v != "" {
 		d, err := parseWait(v)
@@ -149,7 +150,7 @@ func parseClaimParams(c *gin.Context) (*claimParams, error) {
 
 // parseWait reads a Go duration ("20s") or a number of seconds ("20").
 func parseWait(v string) (time.Duration, error) {
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
+	if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(f) {
 		if f < 0 {
 			return 0, unprocessable("wait must not be negative")
 		}

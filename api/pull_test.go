@@ -88,13 +88,17 @@ func TestPullClaimParams(t *testing.T) {
 		resp, got := s.do(t, http.MethodGet, "/api/subscriptions/"+sub+"/jobs/next"+q, nil)
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %v", q, got)
 	}
-	for _, q := range []string{"&max=x", "&wait=soon"} {
+	for _, q := range []string{"&max=x", "&wait=soon", "&wait=NaN"} {
 		code, _ := claim(t, s, sub, "w1", q)
 		require.Equal(t, http.StatusBadRequest, code, q)
 	}
 	for _, q := range []string{"&max=0", "&wait=-1", "&wait=-2s"} {
 		code, _ := claim(t, s, sub, "w1", q)
 		require.Equal(t, http.StatusUnprocessableEntity, code, "an out-of-range number is 422: %s", q)
+	}
+	for _, q := range []string{"&max=101", "&max=99999999999999999999999"} {
+		code, _ := claim(t, s, sub, "w1", q)
+		require.Equal(t, http.StatusNoContent, code, "a max above the limit is clamped: %s", q)
 	}
 	code, _ := claim(t, s, "01JD0000000000000000000000", "w1", "")
 	require.Equal(t, http.StatusNotFound, code)
