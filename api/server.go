@@ -199,7 +199,7 @@ func (s *Server) routes() {
 	a.POST("/subscriptions/:id/pause", s.auth(), s.h(s.pauseSubscription))
 	a.POST("/subscriptions/:id/resume", s.auth(), s.h(s.resumeSubscription))
 	a.POST("/subscriptions/:id/rotate-secret", s.auth(), s.h(s.rotateSecret))
-	a.GET("/subscriptions/:id/secret", s.auth(), s.h(s.getSecret))
+	a.GET("/subscriptions/:id/secret", s.auth(RoleViewer), s.h(s.getSecret))
 
 	a.POST("/dispatch-pools", s.auth(), s.h(s.createPool))
 	a.GET("/dispatch-pools", s.auth(RoleViewer), s.h(s.listPools))

@@ -44,11 +44,13 @@ type Event struct {
 // Data is the data member of a status event. Fields that do not apply are
 // omitted.
 type Data struct {
-	JobID         string     `json:"jobId,omitempty"`
-	EventID       string     `json:"eventId,omitempty"`
-	EventType     string     `json:"eventType,omitempty"`
-	Subscription  string     `json:"subscription,omitempty"`
-	Subscriptions []string   `json:"subscriptions,omitempty"`
+	JobID        string `json:"jobId,omitempty"`
+	EventID      string `json:"eventId,omitempty"`
+	EventType    string `json:"eventType,omitempty"`
+	Subscription string `json:"subscription,omitempty"`
+	// Subscriptions are the codes an event.accepted event matched; always
+	// present on that type (an empty list when none), absent on the others.
+	Subscriptions []string   `json:"subscriptions,omitzero"`
 	Status        string     `json:"status,omitempty"`
 	Attempt       int        `json:"attempt,omitempty"`
 	StatusCode    int        `json:"statusCode,omitempty"`
@@ -80,7 +82,11 @@ func (d Data) MarshalJSON() ([]byte, error) {
 // CloudEvent renders the status event as the CloudEvent a stream client
 // receives.
 func (e *Event) CloudEvent() ([]byte, error) {
-	data, err := json.Marshal(e.Data)
+	d := e.Data
+	if e.Type == TypeEventAccepted && d.Subscriptions == nil {
+		d.Subscriptions = []string{} // read back from a store as nil
+	}
+	data, err := json.Marshal(d)
 	if err != nil {
 		return nil, err //nolint:wrapcheck // plain struct, cannot fail
 	}
