@@ -26,10 +26,12 @@ const (
 	PhaseMatching   = "matching"
 )
 
-// AllPhases are the phases of a default run, in the order they run. The
-// ceiling always runs first (every rate is also given as a ratio to it);
-// the soak runs last, when Config.Soak is set.
-var AllPhases = []string{PhaseIngest, PhaseLatency, PhaseSaturation, PhaseFanOut, PhaseMatching}
+// AllPhases returns the phases of a default run, in the order they run.
+// The ceiling always runs first (every rate is also given as a ratio to
+// it); the soak runs last, when Config.Soak is set.
+func AllPhases() []string {
+	return []string{PhaseIngest, PhaseLatency, PhaseSaturation, PhaseFanOut, PhaseMatching}
+}
 
 // Config sets what one benchmark run measures. Zero fields take the
 // defaults of Defaults.
@@ -91,7 +93,7 @@ type Config struct {
 // Defaults returns the configuration of a full run (under 3 minutes).
 func Defaults() Config {
 	return Config{
-		Phases:              AllPhases,
+		Phases:              AllPhases(),
 		Budget:              170 * time.Second,
 		Duration:            3 * time.Second,
 		DrainTimeout:        30 * time.Second,
@@ -183,8 +185,8 @@ func (c *Config) fill() error {
 		c.NowFunc = time.Now
 	}
 	for _, p := range c.Phases {
-		if !slices.Contains(AllPhases, p) {
-			return fmt.Errorf("check config: unknown phase %q (phases: %v)", p, AllPhases)
+		if !slices.Contains(AllPhases(), p) {
+			return fmt.Errorf("check config: unknown phase %q (phases: %v)", p, AllPhases())
 		}
 	}
 	for _, n := range c.Connections {

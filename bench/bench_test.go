@@ -341,3 +341,28 @@ func TestRunReportsLostDeliveries(t *testing.T) {
 	require.False(t, rep.Ingest[1].AllDelivered)
 	require.Less(t, rep.Ingest[1].Delivered, rep.Ingest[1].Events)
 }
+
+func TestConfigRejectsWhatCannotRun(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"no url", func(c *Config) { c.BaseURL = "" }, "no gateway URL"},
+		{"unknown phase", func(c *Config) { c.Phases = []string{"ingest", "warp"} }, `unknown phase "warp"`},
+		{"zero connections", func(c *Config) { c.Connections = []int{8, 0} }, "connections must be positive"},
+		{"negative rate", func(c *Config) { c.Rates = []float64{-1} }, "rates must be positive"},
+		{"match sizes not increasing", func(c *Config) { c.MatchSizes = []int{10, 10} }, "increasing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := Defaults()
+			cfg.BaseURL = "http://127.0.0.1:1"
+			tt.edit(&cfg)
+			_, err := Run(context.Background(), cfg)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}

@@ -37,7 +37,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sqsQueueURL := fs.String("sqs-queue-url", os.Getenv("HOOKLANE_SQS_QUEUE_URL"), "SQS FIFO queue of --mode mongo-sqs (env HOOKLANE_SQS_QUEUE_URL)")
 	sqsRegion := fs.String("sqs-region", cmpOr(os.Getenv("HOOKLANE_SQS_REGION"), "us-east-1"), "AWS region of the queue")
 	budget := fs.Duration("budget", 0, "time budget of the whole run, soak excluded; phases that no longer fit are skipped (default 170s)")
-	phases := fs.String("phases", "", "phases to run, comma-separated: "+strings.Join(bench.AllPhases, ",")+" (default all; the ceiling always runs)")
+	phases := fs.String("phases", "", "phases to run, comma-separated: "+strings.Join(bench.AllPhases(), ",")+" (default all; the ceiling always runs)")
 	rates := fs.String("rates", "", "open-loop offered rates in events/s, comma-separated (default 500,1000,2000)")
 	satP99 := fs.Duration("saturation-p99", 0, "p99 end-to-end latency a sustained rate must stay under (default 100ms)")
 	fanOut := fs.Int("fanout", 0, "subscriptions of the fan-out phase (default 10)")
