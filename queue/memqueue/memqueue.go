@@ -68,9 +68,13 @@ type Stats struct {
 
 // dedupEntry records when a DedupID stops suppressing resends. Entries are
 // appended in send order, so with a fixed window they expire in order.
+// Expiry times are nanoseconds after Queue.base, not time.Time: the queue
+// remembers every DedupID for the whole window (300,000 at 1,000 messages/s
+// and SQS's 5 minutes), and 8 bytes instead of 24 in both the map and the
+// ring make that memory about a third smaller.
 type dedupEntry struct {
 	id      string
-	expires time.Time
+	expires int64
 }
 
 // Queue is an in-process SQS-FIFO-like queue. It is safe for concurrent use.
@@ -82,11 +86,12 @@ type Queue struct {
 	mu         sync.Mutex
 	closed     bool
 	groups     map[string]*group
-	ready      ring[*group]         // groups with a receivable head, served round-robin
-	inFlight   map[string]*message  // by receipt handle
-	visibility visibilityHeap       // in-flight messages by visibleAt
-	dedup      map[string]time.Time // DedupID → end of its window
-	dedupOrder ring[dedupEntry]     // the same, in expiry order, for pruning
+	ready      ring[*group]        // groups with a receivable head, served round-robin
+	inFlight   map[string]*message // by receipt handle
+	visibility visibilityHeap      // in-flight messages by visibleAt
+	base       time.Time           // origin of the dedup expiry times
+	dedup      map[string]int64    // DedupID → end of its window, in ns after base
+	dedupOrder ring[dedupEntry]    // the same, in expiry order, for pruning
 	waiters    waiterList
 	messages   int
 	seq        uint64 // message IDs and receipt handles
@@ -109,7 +114,8 @@ func New(cfg Config) *Queue {
 		cfg:      cfg,
 		groups:   make(map[string]*group),
 		inFlight: make(map[string]*message),
-		dedup:    make(map[string]time.Time),
+		base:     cfg.NowFunc(),
+		dedup:    make(map[string]int64),
 	}
 }
 
@@ -168,6 +174,7 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.OutMessage) ([]queue
 	}
 	now := q.cfg.NowFunc()
 	q.pruneDedupLocked(now)
+	at := q.sinceBase(now)
 	readied := 0
 	for i := range msgs {
 		m := &msgs[i]
@@ -175,10 +182,10 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.OutMessage) ([]queue
 			results[i].Err = fmt.Errorf("send message %d: %w", i, err)
 			continue
 		}
-		if end, ok := q.dedup[m.DedupID]; ok && now.Before(end) {
+		if end, ok := q.dedup[m.DedupID]; ok && at < end {
 			continue
 		}
-		end := now.Add(q.cfg.DedupWindow)
+		end := at + int64(q.cfg.DedupWindow)
 		q.dedup[m.DedupID] = end
 		q.dedupOrder.push(dedupEntry{id: m.DedupID, expires: end})
 		if q.enqueueLocked(m) {
@@ -258,19 +265,24 @@ func (q *Queue) newMessageLocked() *message {
 
 // pruneDedupLocked forgets DedupIDs whose window has ended.
 func (q *Queue) pruneDedupLocked(now time.Time) {
+	at := q.sinceBase(now)
 	for q.dedupOrder.len() > 0 {
 		e := q.dedupOrder.front()
-		if now.Before(e.expires) {
+		if at < e.expires {
 			return
 		}
 		q.dedupOrder.pop()
 		// The ID may have been sent again after its window with a later
 		// end; that newer entry owns the map slot.
-		if end, ok := q.dedup[e.id]; ok && !end.After(e.expires) {
+		if end, ok := q.dedup[e.id]; ok && end <= e.expires {
 			delete(q.dedup, e.id)
 		}
 	}
 }
+
+// sinceBase is t in the dedup expiry unit: nanoseconds after q.base (on
+// the monotonic clock when both carry it).
+func (q *Queue) sinceBase(t time.Time) int64 { return int64(t.Sub(q.base)) }
 
 // Receive returns up to p.Max messages, at most one per group, taking groups
 // round-robin. With nothing receivable it waits up to p.Wait (capped at 20 s)
