@@ -57,6 +57,10 @@ func openStore(ctx context.Context, cfg *Config, logger *slog.Logger) (Store, er
 	return s, nil
 }
 
+// embeddedDedupWindow is how long the in-process queue remembers a
+// deduplication id.
+const embeddedDedupWindow = time.Minute
+
 // openQueue opens SQS FIFO when configured, else the in-process queue.
 func openQueue(ctx context.Context, cfg *Config, logger *slog.Logger) (queue.Queue, bool, error) {
 	if cfg.SQSQueueURL != "" {
@@ -66,7 +70,13 @@ func openQueue(ctx context.Context, cfg *Config, logger *slog.Logger) (queue.Que
 		}
 		return q, false, nil
 	}
-	return memqueue.New(memqueue.Config{VisibilityTimeout: cfg.Lease}), true, nil
+	// A minute of deduplication covers every re-send of one queuing the
+	// gateway makes (a producer's retry after 5 s, a lost group head after
+	// 10 s); a later repeat is dropped by the router's version check. The
+	// queue's memory of ids is rate × window, and its messages die with the
+	// process anyway: SQS's 5 minutes would only hold 5 × the memory
+	// (~36 MB at 1,000 msg/s).
+	return memqueue.New(memqueue.Config{VisibilityTimeout: cfg.Lease, DedupWindow: embeddedDedupWindow}), true, nil
 }
 
 func newLogger(cfg *Config, w io.Writer) *slog.Logger {
