@@ -268,14 +268,24 @@ func findVersion(t *schema.EventType, version string) (*schema.Version, int) {
 	return nil, -1
 }
 
-func (s *Server) getVersion(c *gin.Context) error {
+// loadVersion reads the event type and schema version the request's path
+// names; a problem (404) when either is missing.
+func (s *Server) loadVersion(c *gin.Context) (*schema.EventType, *schema.Version, error) {
 	t, err := s.cfg.Store.EventTypeGet(c.Request.Context(), c.Param("code"))
 	if err != nil {
-		return s.notFoundOr(err, "event type")
+		return nil, nil, s.notFoundOr(err, "event type")
 	}
 	v, _ := findVersion(t, c.Param("version"))
 	if v == nil {
-		return notFound("schema version")
+		return nil, nil, notFound("schema version")
+	}
+	return t, v, nil
+}
+
+func (s *Server) getVersion(c *gin.Context) error {
+	_, v, err := s.loadVersion(c)
+	if err != nil {
+		return err
 	}
 	c.JSON(http.StatusOK, v)
 	return nil

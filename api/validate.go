@@ -26,13 +26,9 @@ func (s *Server) validateData(c *gin.Context) error {
 	if err := decodeJSON(c.Request, &in, adminBodyLimit); err != nil {
 		return err
 	}
-	t, err := s.cfg.Store.EventTypeGet(c.Request.Context(), c.Param("code"))
+	t, v, err := s.loadVersion(c)
 	if err != nil {
-		return s.notFoundOr(err, "event type")
-	}
-	v, _ := findVersion(t, c.Param("version"))
-	if v == nil {
-		return notFound("schema version")
+		return err
 	}
 	if len(in.Data) == 0 {
 		return unprocessable("data is required", FieldError{Pointer: "/data", Message: "is required"})
