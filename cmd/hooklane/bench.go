@@ -58,30 +58,15 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *short {
 		cfg = bench.Short()
 	}
-	if *duration > 0 {
-		cfg.Duration = *duration
-	}
-	if *drain > 0 {
-		cfg.DrainTimeout = *drain
-	}
-	if *payload > 0 {
-		cfg.PayloadBytes = *payload
-	}
-	if *budget > 0 {
-		cfg.Budget = *budget
-	}
-	if *satP99 > 0 {
-		cfg.SaturationP99 = *satP99
-	}
-	if *fanOut > 0 {
-		cfg.FanOut = *fanOut
-	}
-	if *soak > 0 {
-		cfg.Soak = *soak
-	}
-	if *soakRate > 0 {
-		cfg.SoakRate = *soakRate
-	}
+	// Flags left at zero keep the preset's value.
+	override(&cfg.Duration, *duration)
+	override(&cfg.DrainTimeout, *drain)
+	override(&cfg.PayloadBytes, *payload)
+	override(&cfg.Budget, *budget)
+	override(&cfg.SaturationP99, *satP99)
+	override(&cfg.FanOut, *fanOut)
+	override(&cfg.Soak, *soak)
+	override(&cfg.SoakRate, *soakRate)
 	if *phases != "" {
 		cfg.Phases = strings.Split(strings.ReplaceAll(*phases, " ", ""), ",")
 	}
@@ -260,4 +245,11 @@ func parseList[T any](s string, parse func(string) (T, error)) ([]T, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// override sets *dst to v when v is positive (a flag that was given).
+func override[T int | float64 | time.Duration](dst *T, v T) {
+	if v > 0 {
+		*dst = v
+	}
 }
