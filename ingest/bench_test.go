@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/subscription"
 )
@@ -76,7 +77,7 @@ func BenchmarkParse(b *testing.B) {
 // and 100 matching subscriptions (fan-out), as ingest builds them.
 func BenchmarkNewJobs(b *testing.B) {
 	received := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	ev := &ingest.StoredEvent{ID: "01JDBENCHEVENT0000000000000", ReceivedAt: received, DedupKey: "/bench\x00e-1"}
+	ev := &eventlog.Event{ID: "01JDBENCHEVENT0000000000000", ReceivedAt: received, DedupKey: "/bench\x00e-1"}
 	req := &http.Request{Method: http.MethodPost, Header: http.Header{"Content-Type": {ingest.ContentTypeStructured}}}
 	body := []byte(benchEventJSON(1))
 	req.Body = io.NopCloser(bytes.NewReader(body))

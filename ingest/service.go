@@ -15,6 +15,7 @@ import (
 
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/stream"
@@ -39,7 +40,7 @@ type Enqueuer interface {
 // ServiceStore is what the service needs of the store.
 type ServiceStore interface {
 	EventIngest(ctx context.Context, p *EventIngestParams) ([]EventIngestResult, error)
-	EventGetByID(ctx context.Context, id string) (*StoredEvent, error)
+	EventGetByID(ctx context.Context, id string) (*eventlog.Event, error)
 	EventMarkFannedOut(ctx context.Context, ids []string, at time.Time) error
 	JobInsertMany(ctx context.Context, p *dispatch.JobInsertManyParams) error
 	JobListByEvent(ctx context.Context, eventID string) ([]*dispatch.Job, error)
@@ -93,7 +94,7 @@ func New(cfg Config) *Service {
 
 // Result is the outcome of one accepted event.
 type Result struct {
-	Event     *StoredEvent
+	Event     *eventlog.Event
 	Duplicate bool
 	Jobs      []*dispatch.Job
 	// Deprecated is true when the data was validated against a DEPRECATED
@@ -159,7 +160,7 @@ func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 		if ev.Time.IsZero() {
 			ev.Time = now
 		}
-		stored := &StoredEvent{
+		stored := &eventlog.Event{
 			ID:            s.cfg.IDs.New(),
 			ReceivedAt:    now,
 			DedupKey:      DedupKey(ev),
@@ -253,7 +254,7 @@ func unsentSuspects(jobs []*dispatch.Job, now time.Time) []*dispatch.Job {
 // between storing it and its jobs): it matches the event again, stores the
 // jobs idempotently, marks the event and queues the jobs. It returns how
 // many jobs it stored.
-func (s *Service) FanOut(ctx context.Context, ev *StoredEvent) (int, error) {
+func (s *Service) FanOut(ctx context.Context, ev *eventlog.Event) (int, error) {
 	now := s.cfg.NowFunc().UTC().Truncate(time.Millisecond)
 	subs, err := s.cfg.Matcher.Match(ctx, &ev.Event, ev.SchemaVersion)
 	if err != nil {
@@ -286,7 +287,7 @@ func (s *Service) FanOut(ctx context.Context, ev *StoredEvent) (int, error) {
 }
 
 // buildItem creates the jobs and status events of an accepted event.
-func (s *Service) buildItem(ev *StoredEvent, subs []*subscription.Subscription, now time.Time) EventIngestItem {
+func (s *Service) buildItem(ev *eventlog.Event, subs []*subscription.Subscription, now time.Time) EventIngestItem {
 	codes := make([]string, len(subs))
 	jobs := make([]*dispatch.Job, 0, len(subs))
 	events := make([]stream.Event, 0, 1+2*len(subs))
@@ -312,7 +313,7 @@ func (s *Service) buildItem(ev *StoredEvent, subs []*subscription.Subscription, 
 // NewJob builds the dispatch job of event ev for subscription sub. Its id is
 // derived from (event, subscription), so building it twice gives the same
 // job.
-func NewJob(ev *StoredEvent, sub *subscription.Subscription, now time.Time) *dispatch.Job {
+func NewJob(ev *eventlog.Event, sub *subscription.Subscription, now time.Time) *dispatch.Job {
 	retry := sub.Retry.WithDefaults()
 	j := &dispatch.Job{
 		ID:             idgen.Derived(ev.ReceivedAt, ev.ID, sub.ID),

@@ -10,6 +10,7 @@ import (
 	"github.com/hooklane/hooklane/clocktest"
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/pipelinetest"
@@ -49,11 +50,11 @@ func setupService(t *testing.T) *serviceBundle {
 // died: the event with id, and its job when withJob. It returns both (the
 // job is built either way: it is what the first request would have
 // written).
-func (b *serviceBundle) firstWrite(t *testing.T, id string, withJob bool) (*ingest.StoredEvent, *dispatch.Job) {
+func (b *serviceBundle) firstWrite(t *testing.T, id string, withJob bool) (*eventlog.Event, *dispatch.Job) {
 	t.Helper()
 	ev := orderEvent()
 	now := b.clock.Now()
-	stored := &ingest.StoredEvent{ID: id, ReceivedAt: now, DedupKey: ingest.DedupKey(&ev), Event: ev}
+	stored := &eventlog.Event{ID: id, ReceivedAt: now, DedupKey: ingest.DedupKey(&ev), Event: ev}
 	job := ingest.NewJob(stored, b.sub, now)
 	item := ingest.EventIngestItem{Event: stored}
 	if withJob {
@@ -113,7 +114,7 @@ type halfWrittenStore struct {
 	unfanned map[string]bool
 }
 
-func (s *halfWrittenStore) EventGetByID(ctx context.Context, id string) (*ingest.StoredEvent, error) {
+func (s *halfWrittenStore) EventGetByID(ctx context.Context, id string) (*eventlog.Event, error) {
 	ev, err := s.Store.EventGetByID(ctx, id)
 	if err == nil && s.unfanned[id] {
 		ev.FannedOutAt = nil

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/eventlog"
 )
 
 // Cleanup defaults.
@@ -37,7 +37,7 @@ const (
 type CleanupStore interface {
 	JobDeleteFinishedBefore(ctx context.Context, p *dispatch.JobDeleteFinishedBeforeParams) (int, error)
 	JobListDue(ctx context.Context, p *dispatch.JobListDueParams) ([]*dispatch.Job, error)
-	EventListNotFannedOut(ctx context.Context, p *ingest.EventListNotFannedOutParams) ([]*ingest.StoredEvent, error)
+	EventListNotFannedOut(ctx context.Context, p *eventlog.ListNotFannedOutParams) ([]*eventlog.Event, error)
 	EventDeleteBefore(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
@@ -134,7 +134,7 @@ func (c *Cleanup) report(ctx context.Context, kind string, n int) {
 // fanned out and below the oldest unfinished job's event.
 func (c *Cleanup) eventsBefore(ctx context.Context, now time.Time) (time.Time, error) {
 	before := now.Add(-max(c.cfg.EventRetention, c.cfg.JobRetention))
-	notFanned, err := c.cfg.Store.EventListNotFannedOut(ctx, &ingest.EventListNotFannedOutParams{ReceivedBefore: before, Limit: 1})
+	notFanned, err := c.cfg.Store.EventListNotFannedOut(ctx, &eventlog.ListNotFannedOutParams{ReceivedBefore: before, Limit: 1})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("list events not fanned out: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/store"
@@ -37,11 +38,11 @@ func newCleanupFixture(t *testing.T) *cleanupFixture {
 
 // ingest stores an event received age ago whose job is in status, last
 // changed jobAge ago, and returns the event and the job.
-func (f *cleanupFixture) ingest(age time.Duration, status dispatch.Status, jobAge time.Duration) (*ingest.StoredEvent, *dispatch.Job) {
+func (f *cleanupFixture) ingest(age time.Duration, status dispatch.Status, jobAge time.Duration) (*eventlog.Event, *dispatch.Job) {
 	f.t.Helper()
 	received := f.now.Add(-age)
 	id := idgen.New(func() time.Time { return received }).New()
-	ev := &ingest.StoredEvent{
+	ev := &eventlog.Event{
 		ID: id, ReceivedAt: received, DedupKey: "/cleanup\x00" + id,
 		Event: cloudevent.Event{SpecVersion: cloudevent.SpecVersion, ID: "ce-" + id, Source: "/cleanup", Type: "cleanup.tested",
 			Time: received, DataContentType: "application/json", Data: json.RawMessage(`{}`)},
@@ -187,7 +188,7 @@ func TestCleanupRetentionsAndBatches(t *testing.T) {
 // floorStore answers the floor queries of the cleanup poller from fixed
 // values and records the event delete's cut-off.
 type floorStore struct {
-	notFanned []*ingest.StoredEvent
+	notFanned []*eventlog.Event
 	oldest    map[dispatch.Status]*dispatch.Job
 	before    time.Time
 }
@@ -203,7 +204,7 @@ func (s *floorStore) JobListDue(_ context.Context, p *dispatch.JobListDueParams)
 	return nil, nil
 }
 
-func (s *floorStore) EventListNotFannedOut(context.Context, *ingest.EventListNotFannedOutParams) ([]*ingest.StoredEvent, error) {
+func (s *floorStore) EventListNotFannedOut(context.Context, *eventlog.ListNotFannedOutParams) ([]*eventlog.Event, error) {
 	return s.notFanned, nil
 }
 
@@ -224,7 +225,7 @@ func TestCleanupEventFloor(t *testing.T) {
 		want  time.Time
 	}{
 		{name: "nothing unfinished: the longer retention", store: &floorStore{}, want: now.Add(-168 * time.Hour)},
-		{name: "an event not fanned out", store: &floorStore{notFanned: []*ingest.StoredEvent{{ID: "e", ReceivedAt: now.Add(-170 * time.Hour)}}},
+		{name: "an event not fanned out", store: &floorStore{notFanned: []*eventlog.Event{{ID: "e", ReceivedAt: now.Add(-170 * time.Hour)}}},
 			want: now.Add(-170 * time.Hour)},
 		{name: "an old queued task job", store: &floorStore{oldest: map[dispatch.Status]*dispatch.Job{dispatch.StatusQueued: task}},
 			want: now.Add(-200*time.Hour - eventFloorMargin)},

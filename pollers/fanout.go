@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/eventlog"
 )
 
 // Fan-out recovery defaults.
@@ -21,12 +21,12 @@ const (
 
 // FanOutStore is what fan-out recovery needs of the store.
 type FanOutStore interface {
-	EventListNotFannedOut(ctx context.Context, p *ingest.EventListNotFannedOutParams) ([]*ingest.StoredEvent, error)
+	EventListNotFannedOut(ctx context.Context, p *eventlog.ListNotFannedOutParams) ([]*eventlog.Event, error)
 }
 
 // FanOuter creates the jobs of a stored event.
 type FanOuter interface {
-	FanOut(ctx context.Context, ev *ingest.StoredEvent) (int, error)
+	FanOut(ctx context.Context, ev *eventlog.Event) (int, error)
 }
 
 // FanOutConfig configures FanOut.
@@ -83,7 +83,7 @@ func (f *FanOut) RunOnce(ctx context.Context, before time.Time) (int, error) {
 // runOnce also reports whether another round should follow at once: the
 // batch was full and every event of it was fanned out.
 func (f *FanOut) runOnce(ctx context.Context, before time.Time) (int, bool, error) {
-	events, err := f.cfg.Store.EventListNotFannedOut(ctx, &ingest.EventListNotFannedOutParams{ReceivedBefore: before, Limit: f.cfg.BatchSize})
+	events, err := f.cfg.Store.EventListNotFannedOut(ctx, &eventlog.ListNotFannedOutParams{ReceivedBefore: before, Limit: f.cfg.BatchSize})
 	if err != nil {
 		return 0, false, fmt.Errorf("list events not fanned out: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/pollers"
 )
 
@@ -57,27 +57,27 @@ func TestRescuerReportsMoves(t *testing.T) {
 	require.Equal(t, map[string]int{pollers.RescueStaleQueued: 2, pollers.RescueExpiredLease: 1}, got)
 }
 
-type oneEventStore struct{ events []*ingest.StoredEvent }
+type oneEventStore struct{ events []*eventlog.Event }
 
-func (s *oneEventStore) EventListNotFannedOut(context.Context, *ingest.EventListNotFannedOutParams) ([]*ingest.StoredEvent, error) {
+func (s *oneEventStore) EventListNotFannedOut(context.Context, *eventlog.ListNotFannedOutParams) ([]*eventlog.Event, error) {
 	out := s.events
 	s.events = nil
 	return out, nil
 }
 
-type fanOuterFunc func(ctx context.Context, ev *ingest.StoredEvent) (int, error)
+type fanOuterFunc func(ctx context.Context, ev *eventlog.Event) (int, error)
 
-func (f fanOuterFunc) FanOut(ctx context.Context, ev *ingest.StoredEvent) (int, error) {
+func (f fanOuterFunc) FanOut(ctx context.Context, ev *eventlog.Event) (int, error) {
 	return f(ctx, ev)
 }
 
 func TestFanOutReportsJobs(t *testing.T) {
 	t.Parallel()
-	st := &oneEventStore{events: []*ingest.StoredEvent{{ID: "A"}, {ID: "B"}}}
+	st := &oneEventStore{events: []*eventlog.Event{{ID: "A"}, {ID: "B"}}}
 	var reported []int
 	f := pollers.NewFanOut(pollers.FanOutConfig{
 		Store: st,
-		FanOuter: fanOuterFunc(func(_ context.Context, ev *ingest.StoredEvent) (int, error) {
+		FanOuter: fanOuterFunc(func(_ context.Context, ev *eventlog.Event) (int, error) {
 			return map[string]int{"A": 2, "B": 3}[ev.ID], nil
 		}),
 		OnFanOutFunc: func(jobs int) { reported = append(reported, jobs) },

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/idgen"
-	"github.com/hooklane/hooklane/ingest"
 )
 
 // TestRescuersOnSeveralInstancesMoveEachJobOnce runs the checks of three
@@ -86,16 +86,16 @@ func TestRescuersOnSeveralInstancesMoveEachJobOnce(t *testing.T) {
 // failingFanOuter fails the events it is told to.
 type failingFanOuter struct{ fail map[string]bool }
 
-func (f failingFanOuter) FanOut(_ context.Context, ev *ingest.StoredEvent) (int, error) {
+func (f failingFanOuter) FanOut(_ context.Context, ev *eventlog.Event) (int, error) {
 	if f.fail[ev.ID] {
 		return 0, errors.New("boom")
 	}
 	return 1, nil
 }
 
-type staticEvents []*ingest.StoredEvent
+type staticEvents []*eventlog.Event
 
-func (s staticEvents) EventListNotFannedOut(context.Context, *ingest.EventListNotFannedOutParams) ([]*ingest.StoredEvent, error) {
+func (s staticEvents) EventListNotFannedOut(context.Context, *eventlog.ListNotFannedOutParams) ([]*eventlog.Event, error) {
 	return s, nil
 }
 

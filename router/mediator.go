@@ -15,6 +15,7 @@ import (
 
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/ingest"
 )
 
@@ -71,7 +72,7 @@ func (m *Mediator) Close() { m.client.CloseIdleConnections() }
 type Delivery struct {
 	Job *dispatch.Job
 	// Event is the job's event; nil for a TASK job.
-	Event *ingest.StoredEvent
+	Event *eventlog.Event
 	// Keys are the HMAC keys to sign with, newest first.
 	Keys [][]byte
 	// Attempt is the attempt number (1-based).

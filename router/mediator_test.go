@@ -13,12 +13,13 @@ import (
 
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/router"
 )
 
-func storedEvent() *ingest.StoredEvent {
-	return &ingest.StoredEvent{ID: "01EVT", Event: cloudevent.Event{
+func storedEvent() *eventlog.Event {
+	return &eventlog.Event{ID: "01EVT", Event: cloudevent.Event{
 		SpecVersion: "1.0", ID: "evt-1", Source: "/shop", Type: "shop:order:created", Subject: "order:1",
 		Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), DataContentType: "application/json",
 		Data: json.RawMessage(`{"total":12}`),

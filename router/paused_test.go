@@ -14,6 +14,7 @@ import (
 
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/router"
 	"github.com/hooklane/hooklane/subscription"
@@ -52,7 +53,7 @@ func TestPausedSubscriptionWaitsThenResumes(t *testing.T) {
 	sub.Status = subscription.StatusPaused
 	require.NoError(t, g.st.SubscriptionInsert(ctx, sub))
 
-	ev := &ingest.StoredEvent{ID: g.ids.New(), ReceivedAt: now, DedupKey: "/shop\x00e1", Event: cloudevent.Event{
+	ev := &eventlog.Event{ID: g.ids.New(), ReceivedAt: now, DedupKey: "/shop\x00e1", Event: cloudevent.Event{
 		SpecVersion: "1.0", ID: "e1", Source: "/shop", Type: "shop:order:created", Time: now,
 		DataContentType: "application/json", Data: json.RawMessage(`{"id":1}`),
 	}}

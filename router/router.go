@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/stream"
@@ -53,7 +53,7 @@ type Store interface {
 	JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) error
 	JobList(ctx context.Context, p *dispatch.JobListParams) (*dispatch.JobPage, error)
 	JobListGroup(ctx context.Context, p *dispatch.JobListGroupParams) ([]*dispatch.Job, error)
-	EventGetByID(ctx context.Context, id string) (*ingest.StoredEvent, error)
+	EventGetByID(ctx context.Context, id string) (*eventlog.Event, error)
 	SubscriptionGetByID(ctx context.Context, id string) (*subscription.Subscription, error)
 }
 

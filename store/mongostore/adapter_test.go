@@ -14,6 +14,7 @@ import (
 
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/schema"
@@ -39,9 +40,9 @@ func setup(t *testing.T) *testBundle {
 	return &testBundle{env: newTestEnv(t), ctx: t.Context(), ids: idgen.New(baseTime)}
 }
 
-func (b *testBundle) newEvent() *ingest.StoredEvent {
+func (b *testBundle) newEvent() *eventlog.Event {
 	id := b.ids.New()
-	return &ingest.StoredEvent{
+	return &eventlog.Event{
 		ID:         id,
 		ReceivedAt: baseTime(),
 		DedupKey:   "/src\x00" + id,
@@ -155,11 +156,11 @@ func TestEventListExtNameIsNotAFieldPath(t *testing.T) {
 	require.NoError(t, err)
 
 	for _, name := range []string{"$where", "tenant.x", ""} {
-		page, err := s.EventList(b.ctx, &ingest.EventListParams{Ext: map[string]string{name: "acme"}, Limit: 10})
+		page, err := s.EventList(b.ctx, &eventlog.ListParams{Ext: map[string]string{name: "acme"}, Limit: 10})
 		require.NoError(t, err, name)
 		require.Empty(t, page.Events, name)
 	}
-	page, err := s.EventList(b.ctx, &ingest.EventListParams{Ext: map[string]string{"tenant": "acme"}, Limit: 10})
+	page, err := s.EventList(b.ctx, &eventlog.ListParams{Ext: map[string]string{"tenant": "acme"}, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, page.Events, 1)
 }

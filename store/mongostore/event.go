@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/store"
 )
@@ -147,7 +148,7 @@ func (s *Store) resolveDuplicates(ctx context.Context, items []ingest.EventInges
 }
 
 // EventGetByID returns one event; store.ErrNotFound when there is none.
-func (s *Store) EventGetByID(ctx context.Context, id string) (*ingest.StoredEvent, error) {
+func (s *Store) EventGetByID(ctx context.Context, id string) (*eventlog.Event, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -163,7 +164,7 @@ func (s *Store) EventGetByID(ctx context.Context, id string) (*ingest.StoredEven
 }
 
 // EventList returns one page of events, newest (highest id) first.
-func (s *Store) EventList(ctx context.Context, p *ingest.EventListParams) (*ingest.EventPage, error) {
+func (s *Store) EventList(ctx context.Context, p *eventlog.ListParams) (*eventlog.Page, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -179,7 +180,7 @@ func (s *Store) EventList(ctx context.Context, p *ingest.EventListParams) (*inge
 	eq("event.extStr.messagegroup", p.MessageGroup)
 	for name, v := range p.Ext {
 		if !validExtName(name) {
-			return &ingest.EventPage{}, nil
+			return &eventlog.Page{}, nil
 		}
 		filter = append(filter, bson.E{Key: "event.extStr." + name, Value: v})
 	}
@@ -188,7 +189,7 @@ func (s *Store) EventList(ctx context.Context, p *ingest.EventListParams) (*inge
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
-	page := &ingest.EventPage{Events: make([]*ingest.StoredEvent, len(docs)), NextCursor: next}
+	page := &eventlog.Page{Events: make([]*eventlog.Event, len(docs)), NextCursor: next}
 	for i := range docs {
 		if page.Events[i], err = docs[i].asDomain(); err != nil {
 			return nil, fmt.Errorf("list events: %w", err)
@@ -199,7 +200,7 @@ func (s *Store) EventList(ctx context.Context, p *ingest.EventListParams) (*inge
 
 // EventListNotFannedOut returns up to p.Limit events received before
 // p.ReceivedBefore that are not marked fanned out, oldest first.
-func (s *Store) EventListNotFannedOut(ctx context.Context, p *ingest.EventListNotFannedOutParams) ([]*ingest.StoredEvent, error) {
+func (s *Store) EventListNotFannedOut(ctx context.Context, p *eventlog.ListNotFannedOutParams) ([]*eventlog.Event, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -215,7 +216,7 @@ func (s *Store) EventListNotFannedOut(ctx context.Context, p *ingest.EventListNo
 	if err != nil {
 		return nil, fmt.Errorf("list events not fanned out: %w", err)
 	}
-	out := make([]*ingest.StoredEvent, len(docs))
+	out := make([]*eventlog.Event, len(docs))
 	for i := range docs {
 		if out[i], err = docs[i].asDomain(); err != nil {
 			return nil, fmt.Errorf("list events not fanned out: %w", err)

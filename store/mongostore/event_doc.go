@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/cloudevent"
-	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/eventlog"
 )
 
-// eventDoc is an ingest.StoredEvent as stored.
+// eventDoc is an eventlog.Event as stored.
 type eventDoc struct {
 	ID            string    `bson:"_id"`
 	ReceivedAt    time.Time `bson:"receivedAt"`
@@ -46,7 +46,7 @@ type ceDoc struct {
 	ExtStr map[string]string `bson:"extStr,omitempty"`
 }
 
-func toEventDoc(e *ingest.StoredEvent) (*eventDoc, error) {
+func toEventDoc(e *eventlog.Event) (*eventDoc, error) {
 	ce := &e.Event
 	d := &eventDoc{
 		ID:            e.ID,
@@ -83,9 +83,9 @@ func toEventDoc(e *ingest.StoredEvent) (*eventDoc, error) {
 	return d, nil
 }
 
-func (d *eventDoc) asDomain() (*ingest.StoredEvent, error) {
+func (d *eventDoc) asDomain() (*eventlog.Event, error) {
 	c := &d.Event
-	e := &ingest.StoredEvent{
+	e := &eventlog.Event{
 		ID:            d.ID,
 		ReceivedAt:    utc(d.ReceivedAt),
 		DedupKey:      d.DedupKey,

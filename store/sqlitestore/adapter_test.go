@@ -13,6 +13,7 @@ import (
 
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/store/sqlitestore"
@@ -171,7 +172,7 @@ func TestFailedOperationWritesNothing(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	ctx := t.Context()
 	event := func(id, dedup string) ingest.EventIngestItem {
-		return ingest.EventIngestItem{Event: &ingest.StoredEvent{
+		return ingest.EventIngestItem{Event: &eventlog.Event{
 			ID: id, DedupKey: dedup, ReceivedAt: time.UnixMilli(1_700_000_000_000).UTC(),
 			Event: cloudevent.Event{SpecVersion: "1.0", ID: id, Source: "/s", Type: "t"},
 		}}

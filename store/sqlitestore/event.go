@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/ingest"
 )
 
@@ -120,9 +121,9 @@ func (s *Store) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([
 	return results, nil
 }
 
-func scanEvent(r rowScanner) (*ingest.StoredEvent, error) {
+func scanEvent(r rowScanner) (*eventlog.Event, error) {
 	var (
-		e           ingest.StoredEvent
+		e           eventlog.Event
 		received    int64
 		fannedOutAt sql.NullInt64
 		doc         []byte
@@ -142,7 +143,7 @@ func scanEvent(r rowScanner) (*ingest.StoredEvent, error) {
 }
 
 // EventGetByID returns one event.
-func (s *Store) EventGetByID(ctx context.Context, id string) (*ingest.StoredEvent, error) {
+func (s *Store) EventGetByID(ctx context.Context, id string) (*eventlog.Event, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -154,7 +155,7 @@ func (s *Store) EventGetByID(ctx context.Context, id string) (*ingest.StoredEven
 }
 
 // EventList returns one page of events, highest id first.
-func (s *Store) EventList(ctx context.Context, p *ingest.EventListParams) (*ingest.EventPage, error) {
+func (s *Store) EventList(ctx context.Context, p *eventlog.ListParams) (*eventlog.Page, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -190,7 +191,7 @@ func (s *Store) EventList(ctx context.Context, p *ingest.EventListParams) (*inge
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
-	page := &ingest.EventPage{Events: events}
+	page := &eventlog.Page{Events: events}
 	if len(events) > limit {
 		page.Events = events[:limit]
 		page.NextCursor = events[limit-1].ID
@@ -200,7 +201,7 @@ func (s *Store) EventList(ctx context.Context, p *ingest.EventListParams) (*inge
 
 // EventListNotFannedOut returns events not marked fanned out received before
 // p.ReceivedBefore, oldest first.
-func (s *Store) EventListNotFannedOut(ctx context.Context, p *ingest.EventListNotFannedOutParams) ([]*ingest.StoredEvent, error) {
+func (s *Store) EventListNotFannedOut(ctx context.Context, p *eventlog.ListNotFannedOutParams) ([]*eventlog.Event, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -271,13 +272,13 @@ func (s *Store) EventDeleteBefore(ctx context.Context, before time.Time, limit i
 	return int(n), nil
 }
 
-func (s *Store) queryEvents(ctx context.Context, query string, args ...any) ([]*ingest.StoredEvent, error) {
+func (s *Store) queryEvents(ctx context.Context, query string, args ...any) ([]*eventlog.Event, error) {
 	rows, err := s.rdb.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, s.translate(err)
 	}
 	defer rows.Close()
-	var events []*ingest.StoredEvent
+	var events []*eventlog.Event
 	for rows.Next() {
 		e, err := scanEvent(rows)
 		if err != nil {

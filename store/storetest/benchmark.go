@@ -10,6 +10,7 @@ import (
 
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/stream"
@@ -64,7 +65,7 @@ func Bench(b *testing.B, newStore NewStoreFunc) {
 func benchEvent(ids *idgen.Generator) ingest.EventIngestItem {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	id := ids.New()
-	ev := &ingest.StoredEvent{
+	ev := &eventlog.Event{
 		ID:         id,
 		ReceivedAt: now,
 		DedupKey:   "/bench\x00" + id,

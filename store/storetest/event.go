@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/stream"
@@ -15,7 +16,7 @@ import (
 
 // requireEventEqual compares two stored events: Data as JSON (a store may
 // re-encode it), FannedOutAt only by presence, everything else exactly.
-func requireEventEqual(t *testing.T, want, got *ingest.StoredEvent) {
+func requireEventEqual(t *testing.T, want, got *eventlog.Event) {
 	t.Helper()
 	require.NotNil(t, got)
 	if want.Event.Data == nil {
@@ -77,13 +78,13 @@ func testEvent(t *testing.T, newStore NewStoreFunc) {
 		t.Parallel()
 		b := setup(t, newStore)
 		full := b.newEvent(nil)
-		binary := b.newEvent(func(e *ingest.StoredEvent) {
+		binary := b.newEvent(func(e *eventlog.Event) {
 			e.Event.Data = nil
 			e.Event.DataBase64 = []byte{0, 1, 2, 0xfe, 0xff}
 			e.Event.DataContentType = "application/octet-stream"
 			e.SchemaVersion = ""
 		})
-		bare := b.newEvent(func(e *ingest.StoredEvent) {
+		bare := b.newEvent(func(e *eventlog.Event) {
 			e.Event.Subject = ""
 			e.Event.Time = baseTime()
 			e.Event.DataContentType = ""
@@ -92,13 +93,13 @@ func testEvent(t *testing.T, newStore NewStoreFunc) {
 			e.Event.Extensions = nil
 			e.SchemaVersion = ""
 		})
-		text := b.newEvent(func(e *ingest.StoredEvent) {
+		text := b.newEvent(func(e *eventlog.Event) {
 			e.Event.Data = []byte(`"plain text"`)
 			e.Event.DataContentType = "text/plain"
 			e.Event.Extensions = map[string]any{"ratio": "1.50", "big": json.Number("12345678901234567890"), "neg": json.Number("-0.25"), "off": false}
 		})
 		b.ingest(t, full, binary, bare, text)
-		for _, want := range []*ingest.StoredEvent{full, binary, bare, text} {
+		for _, want := range []*eventlog.Event{full, binary, bare, text} {
 			got, err := b.store.EventGetByID(b.ctx, want.ID)
 			require.NoError(t, err)
 			requireEventEqual(t, want, got)
@@ -118,7 +119,7 @@ func testEvent(t *testing.T, newStore NewStoreFunc) {
 		first := b.newEvent(nil)
 		b.ingest(t, first)
 
-		dup := b.newEvent(func(e *ingest.StoredEvent) { e.DedupKey = first.DedupKey })
+		dup := b.newEvent(func(e *eventlog.Event) { e.DedupKey = first.DedupKey })
 		job := b.newJob(func(j *dispatch.Job) { j.EventID = dup.ID })
 		se := b.statusEvent(stream.TypeDispatchCreated, job.ID, baseTime())
 		res, err := b.store.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{
@@ -134,7 +135,7 @@ func testEvent(t *testing.T, newStore NewStoreFunc) {
 		b := setup(t, newStore)
 		first := b.newEvent(nil)
 		other := b.newEvent(nil)
-		dup := b.newEvent(func(e *ingest.StoredEvent) { e.DedupKey = first.DedupKey })
+		dup := b.newEvent(func(e *eventlog.Event) { e.DedupKey = first.DedupKey })
 		job := b.newJob(func(j *dispatch.Job) { j.EventID = dup.ID })
 		se := b.statusEvent(stream.TypeDispatchCreated, job.ID, baseTime())
 		res, err := b.store.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{
@@ -145,7 +146,7 @@ func testEvent(t *testing.T, newStore NewStoreFunc) {
 		require.NoError(t, err)
 		require.Equal(t, []ingest.EventIngestResult{{}, {}, {Duplicate: true, ExistingID: first.ID}}, res)
 		requireNothingOfItem(t, b, dup, job, se)
-		for _, e := range []*ingest.StoredEvent{first, other} {
+		for _, e := range []*eventlog.Event{first, other} {
 			got, err := b.store.EventGetByID(b.ctx, e.ID)
 			require.NoError(t, err)
 			requireEventEqual(t, e, got)
@@ -159,7 +160,7 @@ func testEvent(t *testing.T, newStore NewStoreFunc) {
 }
 
 // requireNothingOfItem checks that nothing of a duplicate item was written.
-func requireNothingOfItem(t *testing.T, b *testBundle, ev *ingest.StoredEvent, job *dispatch.Job, se stream.Event) {
+func requireNothingOfItem(t *testing.T, b *testBundle, ev *eventlog.Event, job *dispatch.Job, se stream.Event) {
 	t.Helper()
 	_, err := b.store.EventGetByID(b.ctx, ev.ID)
 	require.ErrorIs(t, err, store.ErrNotFound)
@@ -174,40 +175,40 @@ func testEventList(t *testing.T, newStore NewStoreFunc) {
 	t.Helper()
 	b := setup(t, newStore)
 	at := func(d time.Duration) time.Time { return baseTime().Add(d) }
-	e0 := b.newEvent(func(e *ingest.StoredEvent) { e.ReceivedAt = at(0) })
-	e1 := b.newEvent(func(e *ingest.StoredEvent) {
+	e0 := b.newEvent(func(e *eventlog.Event) { e.ReceivedAt = at(0) })
+	e1 := b.newEvent(func(e *eventlog.Event) {
 		e.ReceivedAt = at(time.Second)
 		e.Event.Type = "order.paid"
 		e.Event.Extensions = map[string]any{"messagegroup": "group-b", "tenant": "globex", "urgent": false}
 	})
-	e2 := b.newEvent(func(e *ingest.StoredEvent) {
+	e2 := b.newEvent(func(e *eventlog.Event) {
 		e.ReceivedAt = at(2 * time.Second)
 		e.Event.Source = "/billing"
 		e.Event.Subject = "invoice/9"
 		e.Event.Extensions = nil
 	})
-	e3 := b.newEvent(func(e *ingest.StoredEvent) { e.ReceivedAt = at(3 * time.Second) })
+	e3 := b.newEvent(func(e *eventlog.Event) { e.ReceivedAt = at(3 * time.Second) })
 	b.ingest(t, e0, e1, e2, e3)
 
 	tests := []struct {
 		name string
-		p    ingest.EventListParams
-		want []*ingest.StoredEvent // newest first
+		p    eventlog.ListParams
+		want []*eventlog.Event // newest first
 	}{
-		{"All", ingest.EventListParams{}, []*ingest.StoredEvent{e3, e2, e1, e0}},
-		{"Type", ingest.EventListParams{Type: "order.paid"}, []*ingest.StoredEvent{e1}},
-		{"Source", ingest.EventListParams{Source: "/billing"}, []*ingest.StoredEvent{e2}},
-		{"Subject", ingest.EventListParams{Subject: "order/1"}, []*ingest.StoredEvent{e3, e1, e0}},
-		{"MessageGroup", ingest.EventListParams{MessageGroup: "group-a"}, []*ingest.StoredEvent{e3, e0}},
-		{"Ext", ingest.EventListParams{Ext: map[string]string{"tenant": "globex"}}, []*ingest.StoredEvent{e1}},
-		{"ExtBool", ingest.EventListParams{Ext: map[string]string{"urgent": "true"}}, []*ingest.StoredEvent{e3, e0}},
-		{"ExtNumber", ingest.EventListParams{Ext: map[string]string{"priority": "3"}}, []*ingest.StoredEvent{e3, e0}},
-		{"ExtTwo", ingest.EventListParams{Ext: map[string]string{"tenant": "acme", "urgent": "false"}}, nil},
-		{"ExtMissing", ingest.EventListParams{Ext: map[string]string{"nope": "x"}}, nil},
-		{"SinceInclusive", ingest.EventListParams{Since: at(time.Second)}, []*ingest.StoredEvent{e3, e2, e1}},
-		{"UntilExclusive", ingest.EventListParams{Until: at(2 * time.Second)}, []*ingest.StoredEvent{e1, e0}},
-		{"SinceUntil", ingest.EventListParams{Since: at(time.Second), Until: at(3 * time.Second)}, []*ingest.StoredEvent{e2, e1}},
-		{"Combined", ingest.EventListParams{Type: "order.created", Source: "/orders", Since: at(time.Second)}, []*ingest.StoredEvent{e3}},
+		{"All", eventlog.ListParams{}, []*eventlog.Event{e3, e2, e1, e0}},
+		{"Type", eventlog.ListParams{Type: "order.paid"}, []*eventlog.Event{e1}},
+		{"Source", eventlog.ListParams{Source: "/billing"}, []*eventlog.Event{e2}},
+		{"Subject", eventlog.ListParams{Subject: "order/1"}, []*eventlog.Event{e3, e1, e0}},
+		{"MessageGroup", eventlog.ListParams{MessageGroup: "group-a"}, []*eventlog.Event{e3, e0}},
+		{"Ext", eventlog.ListParams{Ext: map[string]string{"tenant": "globex"}}, []*eventlog.Event{e1}},
+		{"ExtBool", eventlog.ListParams{Ext: map[string]string{"urgent": "true"}}, []*eventlog.Event{e3, e0}},
+		{"ExtNumber", eventlog.ListParams{Ext: map[string]string{"priority": "3"}}, []*eventlog.Event{e3, e0}},
+		{"ExtTwo", eventlog.ListParams{Ext: map[string]string{"tenant": "acme", "urgent": "false"}}, nil},
+		{"ExtMissing", eventlog.ListParams{Ext: map[string]string{"nope": "x"}}, nil},
+		{"SinceInclusive", eventlog.ListParams{Since: at(time.Second)}, []*eventlog.Event{e3, e2, e1}},
+		{"UntilExclusive", eventlog.ListParams{Until: at(2 * time.Second)}, []*eventlog.Event{e1, e0}},
+		{"SinceUntil", eventlog.ListParams{Since: at(time.Second), Until: at(3 * time.Second)}, []*eventlog.Event{e2, e1}},
+		{"Combined", eventlog.ListParams{Type: "order.created", Source: "/orders", Since: at(time.Second)}, []*eventlog.Event{e3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -220,7 +221,7 @@ func testEventList(t *testing.T, newStore NewStoreFunc) {
 			require.Empty(t, page.NextCursor)
 		})
 	}
-	page, err := b.store.EventList(b.ctx, &ingest.EventListParams{Limit: 10})
+	page, err := b.store.EventList(b.ctx, &eventlog.ListParams{Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, page.Events, 4)
 	requireEventEqual(t, e1, page.Events[2])
@@ -229,9 +230,9 @@ func testEventList(t *testing.T, newStore NewStoreFunc) {
 func testEventListPagination(t *testing.T, newStore NewStoreFunc) {
 	t.Helper()
 	b := setup(t, newStore)
-	var all []*ingest.StoredEvent
+	var all []*eventlog.Event
 	for i := range 23 {
-		e := b.newEvent(func(e *ingest.StoredEvent) {
+		e := b.newEvent(func(e *eventlog.Event) {
 			e.ReceivedAt = baseTime().Add(time.Duration(i) * time.Millisecond)
 			if i%2 == 0 {
 				e.Event.Type = "even"
@@ -241,7 +242,7 @@ func testEventListPagination(t *testing.T, newStore NewStoreFunc) {
 	}
 	b.ingest(t, all...)
 
-	collect := func(p ingest.EventListParams) []string {
+	collect := func(p eventlog.ListParams) []string {
 		var ids []string
 		for pages := 0; ; pages++ {
 			require.Less(t, pages, 30, "pagination does not end")
@@ -256,30 +257,30 @@ func testEventListPagination(t *testing.T, newStore NewStoreFunc) {
 			p.Cursor = page.NextCursor
 		}
 	}
-	require.Equal(t, reversed(eventIDs(all)), collect(ingest.EventListParams{Limit: 5}))
-	require.Equal(t, reversed(eventIDs(all)), collect(ingest.EventListParams{Limit: 23}))
-	require.Equal(t, reversed(eventIDs(all)), collect(ingest.EventListParams{Limit: 1}))
-	var even []*ingest.StoredEvent
+	require.Equal(t, reversed(eventIDs(all)), collect(eventlog.ListParams{Limit: 5}))
+	require.Equal(t, reversed(eventIDs(all)), collect(eventlog.ListParams{Limit: 23}))
+	require.Equal(t, reversed(eventIDs(all)), collect(eventlog.ListParams{Limit: 1}))
+	var even []*eventlog.Event
 	for i, e := range all {
 		if i%2 == 0 {
 			even = append(even, e)
 		}
 	}
-	require.Equal(t, reversed(eventIDs(even)), collect(ingest.EventListParams{Type: "even", Limit: 4}))
+	require.Equal(t, reversed(eventIDs(even)), collect(eventlog.ListParams{Type: "even", Limit: 4}))
 }
 
 func testEventFanOut(t *testing.T, newStore NewStoreFunc) {
 	t.Helper()
 	b := setup(t, newStore)
-	var events []*ingest.StoredEvent
+	var events []*eventlog.Event
 	for i := range 5 {
-		events = append(events, b.newEvent(func(e *ingest.StoredEvent) {
+		events = append(events, b.newEvent(func(e *eventlog.Event) {
 			e.ReceivedAt = baseTime().Add(time.Duration(i) * time.Second)
 		}))
 	}
 	b.ingest(t, events...)
 
-	due, err := b.store.EventListNotFannedOut(b.ctx, &ingest.EventListNotFannedOutParams{ReceivedBefore: baseTime().Add(time.Hour), Limit: 10})
+	due, err := b.store.EventListNotFannedOut(b.ctx, &eventlog.ListNotFannedOutParams{ReceivedBefore: baseTime().Add(time.Hour), Limit: 10})
 	require.NoError(t, err)
 	require.Empty(t, due, "ingested events are fanned out")
 
@@ -291,7 +292,7 @@ func testEventFanOut(t *testing.T, newStore NewStoreFunc) {
 	require.Nil(t, got.FannedOutAt)
 
 	// Received before is exclusive, oldest first, limited.
-	due, err = b.store.EventListNotFannedOut(b.ctx, &ingest.EventListNotFannedOutParams{ReceivedBefore: events[3].ReceivedAt, Limit: 2})
+	due, err = b.store.EventListNotFannedOut(b.ctx, &eventlog.ListNotFannedOutParams{ReceivedBefore: events[3].ReceivedAt, Limit: 2})
 	require.NoError(t, err)
 	require.Equal(t, eventIDs(events[:2]), eventIDs(due))
 	requireEventEqual(t, events[0], due[0])
@@ -303,7 +304,7 @@ func testEventFanOut(t *testing.T, newStore NewStoreFunc) {
 	require.NotNil(t, got.FannedOutAt)
 	require.Equal(t, at, *got.FannedOutAt)
 
-	due, err = b.store.EventListNotFannedOut(b.ctx, &ingest.EventListNotFannedOutParams{ReceivedBefore: baseTime().Add(time.Hour), Limit: 10})
+	due, err = b.store.EventListNotFannedOut(b.ctx, &eventlog.ListNotFannedOutParams{ReceivedBefore: baseTime().Add(time.Hour), Limit: 10})
 	require.NoError(t, err)
 	require.Equal(t, eventIDs(events[2:]), eventIDs(due))
 }
@@ -311,9 +312,9 @@ func testEventFanOut(t *testing.T, newStore NewStoreFunc) {
 func testEventDeleteBefore(t *testing.T, newStore NewStoreFunc) {
 	t.Helper()
 	b := setup(t, newStore)
-	var events []*ingest.StoredEvent
+	var events []*eventlog.Event
 	for i := range 6 {
-		events = append(events, b.newEvent(func(e *ingest.StoredEvent) {
+		events = append(events, b.newEvent(func(e *eventlog.Event) {
 			e.ReceivedAt = baseTime().Add(time.Duration(i) * time.Second)
 		}))
 	}
@@ -330,7 +331,7 @@ func testEventDeleteBefore(t *testing.T, newStore NewStoreFunc) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 
-	page, err := b.store.EventList(b.ctx, &ingest.EventListParams{Limit: 10})
+	page, err := b.store.EventList(b.ctx, &eventlog.ListParams{Limit: 10})
 	require.NoError(t, err)
 	require.Equal(t, reversed(eventIDs(events[4:])), eventIDs(page.Events))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/stream"
@@ -83,9 +84,9 @@ func (b *testBundle) newJob(mod func(j *dispatch.Job)) *dispatch.Job {
 }
 
 // newEvent returns a stored event with every attribute set; mod adjusts it.
-func (b *testBundle) newEvent(mod func(e *ingest.StoredEvent)) *ingest.StoredEvent {
+func (b *testBundle) newEvent(mod func(e *eventlog.Event)) *eventlog.Event {
 	id := b.ids.New()
-	e := &ingest.StoredEvent{
+	e := &eventlog.Event{
 		ID:         id,
 		ReceivedAt: baseTime(),
 		DedupKey:   "/orders\x00" + id,
@@ -146,7 +147,7 @@ func (b *testBundle) insertJobs(t *testing.T, jobs ...*dispatch.Job) {
 }
 
 // ingest stores events (each without jobs) and fails the test on error.
-func (b *testBundle) ingest(t *testing.T, events ...*ingest.StoredEvent) {
+func (b *testBundle) ingest(t *testing.T, events ...*eventlog.Event) {
 	t.Helper()
 	items := make([]ingest.EventIngestItem, len(events))
 	for i, e := range events {
@@ -168,7 +169,7 @@ func jobIDs(jobs []*dispatch.Job) []string {
 	return out
 }
 
-func eventIDs(events []*ingest.StoredEvent) []string {
+func eventIDs(events []*eventlog.Event) []string {
 	out := make([]string, len(events))
 	for i, e := range events {
 		out[i] = e.ID
