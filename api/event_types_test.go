@@ -417,7 +417,7 @@ func TestIngestUnknownTypes(t *testing.T) {
 	lenient := newTestServer(t, func(c *api.Config) {
 		reg := schema.NewRegistry(schema.RegistryConfig{Store: c.Store, AllowUnknownTypes: true})
 		c.Registry = reg
-		c.Ingest = ingest.New(ingest.Config{Store: c.Store, Validator: reg, Matcher: c.Subscriptions, Enqueuer: c.Enqueuer, IDs: c.IDs})
+		c.Ingest = ingest.New(ingest.Config{Store: c.Store, Validator: reg, Matcher: c.Subscriptions, Jobs: c.Jobs.(ingest.Jobs), IDs: c.IDs})
 	})
 	resp, body = lenient.do(t, http.MethodPost, "/api/events", ev, "Content-Type", ingest.ContentTypeStructured)
 	require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", body)

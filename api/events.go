@@ -159,7 +159,7 @@ func (s *Server) wakePullClaims(results []ingest.Result) {
 	for _, r := range results {
 		for _, j := range r.Jobs {
 			if j.Delivery == dispatch.DeliveryPull && j.Status == dispatch.StatusQueued {
-				s.pullDue.broadcast()
+				s.cfg.Pull.NotifyDue()
 				return
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/pipelinetest"
+	"github.com/hooklane/hooklane/pull"
 	"github.com/hooklane/hooklane/queue/memqueue"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/store/sqlitestore"
@@ -44,9 +45,10 @@ type testServer struct {
 func newTestServer(t testing.TB, cfg func(*api.Config)) *testServer {
 	t.Helper()
 	p := pipelinetest.New(t, pipelinetest.Config{DefaultPool: true})
-	st, q, ids, subs, registry, enq, svc := p.Store, p.Queue, p.IDs, p.Subs, p.Registry, p.Enqueuer, p.Ingest
+	st, q, ids, subs, registry, jobs, svc := p.Store, p.Queue, p.IDs, p.Subs, p.Registry, p.Jobs, p.Ingest
 	c := api.Config{
-		Store: st, Queue: q, Ingest: svc, Enqueuer: enq,
+		Store: st, Queue: q, Ingest: svc, Jobs: jobs,
+		Pull:          pull.New(pull.Config{Store: st, Lifecycle: jobs}),
 		Limits:        ingest.Limits{MaxEventBytes: 256 << 10, MaxRequestBytes: 4 << 20, MaxBatch: 100},
 		Subscriptions: subs, Registry: registry, AllowPrivateTargets: true, IDs: ids, Version: "test",
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,8 +11,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/router"
-	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
 )
 
@@ -60,124 +59,34 @@ func jobFilter(c *gin.Context) (*dispatch.JobListParams, error) {
 	}, nil
 }
 
-// moveJob moves a job to `to` with one status event, re-reading it when a
-// concurrent writer got there first. It returns a *dispatch.TransitionError
-// (409) when the job's status does not allow the move.
-func (s *Server) moveJob(c *gin.Context, j *dispatch.Job, to dispatch.Status, typ, reason string) (*dispatch.Job, error) {
-	for range 5 {
-		now := s.now()
-		if err := j.Transition(to, now); err != nil {
-			return nil, err //nolint:wrapcheck // typed, mapped by h
-		}
-		var events []stream.Event
-		if to == dispatch.StatusPending {
-			// An operator retry: the job gets maxAttempts more attempts, is
-			// due at once, and its max-age window restarts now (the RETRIED
-			// entry, see dispatch.Job.AgeStart).
-			j.MaxAttempts = j.AttemptCount + j.Retry.WithDefaults().MaxAttempts
-			j.NextAttemptAt = &now
-			j.Attempts = append(j.Attempts, dispatch.Attempt{
-				Attempt: j.AttemptCount, Action: dispatch.ActionRetried, StartedAt: now, Worker: "operator",
-			})
-		} else {
-			ev := j.StatusEvent(s.cfg.IDs.New(), typ, now)
-			ev.Data.Error = reason
-			events = append(events, ev)
-		}
-		err := s.cfg.Store.JobUpdate(c.Request.Context(), &dispatch.JobUpdateParams{Job: j, Events: events})
-		if err == nil {
-			return j, nil
-		}
-		if !isConflict(err) {
-			return nil, err //nolint:wrapcheck // mapped by h
-		}
-		if j, err = s.cfg.Store.JobGetByID(c.Request.Context(), j.ID); err != nil {
-			return nil, s.notFoundOr(err, "dispatch job")
-		}
+// jobError maps the lifecycle's refusal of an operator's move.
+func (s *Server) jobError(err error) error {
+	var na *dispatch.NotAllowedError
+	if errors.As(err, &na) {
+		return conflict(na.Error())
 	}
-	return nil, conflict("the job changed concurrently; retry")
-}
-
-// queueNow moves a PENDING job to QUEUED and sends it (pull jobs just wait
-// QUEUED for a worker). A failure leaves it PENDING and due, for the
-// pending poller.
-func (s *Server) queueNow(c *gin.Context, j *dispatch.Job) *dispatch.Job {
-	now := s.now()
-	if err := j.Transition(dispatch.StatusQueued, now); err != nil {
-		return j
+	if isConflict(err) {
+		return conflict("the job changed concurrently; retry")
 	}
-	ev := j.StatusEvent(s.cfg.IDs.New(), stream.TypeDispatchQueued, now)
-	if err := s.cfg.Store.JobUpdate(c.Request.Context(), &dispatch.JobUpdateParams{Job: j, Events: []stream.Event{ev}}); err != nil {
-		fresh, gerr := s.cfg.Store.JobGetByID(c.Request.Context(), j.ID)
-		if gerr != nil {
-			return j
-		}
-		return fresh
-	}
-	if j.Delivery != dispatch.DeliveryPull {
-		_, _ = s.cfg.Enqueuer.Enqueue(c.Request.Context(), []*dispatch.Job{j})
-	}
-	return j
+	return s.notFoundOr(err, "dispatch job")
 }
 
 func (s *Server) retryJob(c *gin.Context) error {
-	j, err := s.cfg.Store.JobGetByID(c.Request.Context(), c.Param("id"))
+	j, err := s.cfg.Jobs.Retry(c.Request.Context(), c.Param("id"))
 	if err != nil {
-		return s.notFoundOr(err, "dispatch job")
+		return s.jobError(err)
 	}
-	if j.Status != dispatch.StatusError && j.Status != dispatch.StatusCancelled {
-		return conflict(fmt.Sprintf("only an ERROR or CANCELLED job can be retried; this one is %s", j.Status))
-	}
-	j, err = s.moveJob(c, j, dispatch.StatusPending, "", "")
-	if err != nil {
-		return err
-	}
-	c.JSON(http.StatusOK, s.queueNow(c, j))
-	return nil
-}
-
-func (s *Server) cancelJob(c *gin.Context) error {
-	j, err := s.cfg.Store.JobGetByID(c.Request.Context(), c.Param("id"))
-	if err != nil {
-		return s.notFoundOr(err, "dispatch job")
-	}
-	if j.Status == dispatch.StatusCompleted || j.Status == dispatch.StatusCancelled {
-		return conflict(fmt.Sprintf("a %s job cannot be cancelled", j.Status))
-	}
-	j, err = s.moveJob(c, j, dispatch.StatusCancelled, stream.TypeDispatchCancelled, "cancelled by an operator")
-	if err != nil {
-		return err
-	}
-	s.releaseGroup(c, j)
 	c.JSON(http.StatusOK, j)
 	return nil
 }
 
-// releaser shares the router's release logic: held jobs go back into the
-// line at once instead of waiting for the safety poll.
-func (s *Server) releaser() *dispatch.Releaser {
-	return &dispatch.Releaser{Store: s.cfg.Store, Enqueuer: s.cfg.Enqueuer, NewID: s.cfg.IDs.New, NowFunc: s.now}
-}
-
-// releaseGroup lets the next job of a BLOCK_ON_ERROR group go after j, which
-// held it, was cancelled. A failure is logged: the safety poll releases the
-// job later.
-func (s *Server) releaseGroup(c *gin.Context, j *dispatch.Job) {
-	if j.Mode != dispatch.ModeBlockOnError || j.MessageGroup == "" {
-		return
+func (s *Server) cancelJob(c *gin.Context) error {
+	j, err := s.cfg.Jobs.Cancel(c.Request.Context(), c.Param("id"), "cancelled by an operator")
+	if err != nil {
+		return s.jobError(err)
 	}
-	if _, err := s.releaser().ReleaseGroup(c.Request.Context(), j.SubscriptionID, j.MessageGroup); err != nil {
-		s.cfg.Logger.WarnContext(c.Request.Context(), "release blocked group failed", "job_id", j.ID, "error", err)
-	}
-}
-
-// releasePaused queues the jobs parked while subscription id was paused; the
-// resume handler calls it. A failure is logged: the safety poll releases the
-// jobs later.
-func (s *Server) releasePaused(c *gin.Context, id string) {
-	if _, err := s.releaser().ReleaseSubscription(c.Request.Context(), id); err != nil {
-		s.cfg.Logger.WarnContext(c.Request.Context(), "release paused jobs failed", "subscription_id", id, "error", err)
-	}
+	c.JSON(http.StatusOK, j)
+	return nil
 }
 
 func (s *Server) bulkRetry(c *gin.Context) error {
@@ -195,7 +104,7 @@ func (s *Server) bulkRetry(c *gin.Context) error {
 	if in.Status != dispatch.StatusError && in.Status != dispatch.StatusCancelled {
 		return unprocessable("status must be ERROR or CANCELLED", FieldError{Pointer: "/status", Message: "must be ERROR or CANCELLED"})
 	}
-	p := &dispatch.JobListParams{Status: in.Status, Subscription: in.Subscription, EventType: in.EventType, Limit: limitMax}
+	p := &dispatch.JobListParams{Status: in.Status, Subscription: in.Subscription, EventType: in.EventType}
 	for ptr, v := range map[string]string{"/since": in.Since, "/until": in.Until} {
 		if v == "" {
 			continue
@@ -210,24 +119,9 @@ func (s *Server) bulkRetry(c *gin.Context) error {
 			p.Until = t
 		}
 	}
-	count := 0
-	for {
-		pg, err := s.cfg.Store.JobList(c.Request.Context(), p)
-		if err != nil {
-			return err //nolint:wrapcheck // mapped by h
-		}
-		for _, j := range pg.Jobs {
-			moved, err := s.moveJob(c, j, dispatch.StatusPending, "", "")
-			if err != nil {
-				continue // moved on meanwhile: no longer ours to redrive
-			}
-			s.queueNow(c, moved)
-			count++
-		}
-		if pg.NextCursor == "" {
-			break
-		}
-		p.Cursor = pg.NextCursor
+	count, err := s.cfg.Jobs.RetryMany(c.Request.Context(), p)
+	if err != nil {
+		return err //nolint:wrapcheck // mapped by h
 	}
 	c.JSON(http.StatusOK, gin.H{"count": count})
 	return nil
@@ -293,31 +187,23 @@ func (s *Server) createTaskJob(c *gin.Context) error {
 		}
 		return err
 	}
-	secret := router.NewSecret()
+	secret := subscription.NewSecret()
 	generated := true
 	if in.Secret != nil {
-		if _, err := router.SecretKey(*in.Secret); err != nil {
+		if _, err := subscription.SecretKey(*in.Secret); err != nil {
 			return unprocessable("the secret is invalid", FieldError{Pointer: "/secret", Message: err.Error()})
 		}
 		secret, generated = *in.Secret, false
 	}
-	now := s.now()
-	j := &dispatch.Job{
-		ID: s.cfg.IDs.New(), Kind: dispatch.KindTask, Code: in.Code, Subject: in.Subject,
-		TargetURL: in.TargetURL, Mode: probe.Mode, Delivery: dispatch.DeliveryPush, MessageGroup: in.MessageGroup,
-		DispatchPoolID: in.DispatchPoolID, Headers: in.Headers, TimeoutSeconds: probe.TimeoutSeconds,
-		MaxAgeSeconds: probe.MaxAgeSeconds, Retry: probe.Retry, Payload: in.Payload, Secret: secret,
-		Status: dispatch.StatusQueued, MaxAttempts: probe.Retry.MaxAttempts, Attempts: []dispatch.Attempt{},
-		CreatedAt: now, UpdatedAt: now, Version: 1,
-	}
-	events := []stream.Event{
-		j.StatusEvent(s.cfg.IDs.New(), stream.TypeDispatchCreated, now),
-		j.StatusEvent(s.cfg.IDs.New(), stream.TypeDispatchQueued, now),
-	}
-	if err := s.cfg.Store.JobInsertMany(c.Request.Context(), &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{j}, Events: events}); err != nil {
+	settings := probe.JobSettings()
+	settings.SubscriptionID, settings.Subscription, settings.Delivery = "", "", dispatch.DeliveryPush
+	j := dispatch.NewTaskJob(&dispatch.TaskSpec{
+		ID: s.cfg.IDs.New(), Code: in.Code, Subject: in.Subject, MessageGroup: in.MessageGroup,
+		Payload: in.Payload, Secret: secret, Settings: *settings,
+	}, s.now())
+	if err := s.cfg.Jobs.Create(c.Request.Context(), []*dispatch.Job{j}); err != nil {
 		return newProblem(http.StatusServiceUnavailable, "the job could not be stored; retry later")
 	}
-	_, _ = s.cfg.Enqueuer.Enqueue(c.Request.Context(), []*dispatch.Job{j})
 	c.Header("Location", "/api/dispatch-jobs/"+j.ID)
 	if !generated {
 		c.JSON(http.StatusCreated, j)

@@ -117,8 +117,8 @@ func TestJobRetry(t *testing.T) {
 
 	j, err := s.Store.JobGetByID(context.Background(), id)
 	require.NoError(t, err)
-	last := j.Attempts[len(j.Attempts)-1]
-	require.Equal(t, dispatch.ActionRetried, last.Action)
+	require.Len(t, j.Attempts, 3, "an operator retry is no attempt (API.md §5)")
+	require.NotNil(t, j.RetriedAt)
 	require.WithinDuration(t, time.Now(), j.AgeStart(), 10*time.Second, "the max-age window restarts at the retry")
 
 	setJob(t, s, id, func(j *dispatch.Job) { j.Status = dispatch.StatusCancelled })

@@ -13,6 +13,7 @@ import (
 	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/pollers"
+	"github.com/hooklane/hooklane/pull"
 )
 
 // TestPullDeadWorkerLosesJobAfterLease: a worker that claims a job and then
@@ -21,7 +22,9 @@ import (
 // claims it, and the dead worker's late report is refused.
 func TestPullDeadWorkerLosesJobAfterLease(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, func(c *api.Config) { c.Lease = time.Second })
+	s := newTestServer(t, func(c *api.Config) {
+		c.Pull = pull.New(pull.Config{Store: c.Store, Lifecycle: c.Jobs.(pull.Lifecycle), Lease: time.Second})
+	})
 	createType(t, s, "order.created")
 	sub := pullSub(t, s, "IMMEDIATE", 5)
 	job := ingestOrder(t, s, "dead-1")
@@ -35,11 +38,18 @@ func TestPullDeadWorkerLosesJobAfterLease(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, status)
 
 	ctx := context.Background()
-	rescuer := pollers.NewRescuer(pollers.RescuerConfig{Store: s.Store, NewID: s.IDs.New})
+	rescuer := pollers.NewRescuer(pollers.RescuerConfig{Jobs: s.Config.Jobs.(pollers.Jobs)})
 	moved, err := rescuer.RescueExpired(ctx, time.Now().Add(2*time.Second))
 	require.NoError(t, err)
 	require.Equal(t, 1, moved)
-	pending := pollers.NewPending(pollers.PendingConfig{Store: s.Store, Enqueuer: s.Config.Enqueuer, NewID: s.IDs.New})
+	// The lost attempt counts as a failed one: the job waits its backoff.
+	rescued, err := s.Store.JobGetByID(ctx, job)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.StatusPending, rescued.Status)
+	require.NotNil(t, rescued.NextAttemptAt)
+	require.True(t, rescued.NextAttemptAt.After(time.Now()), "an abandoned attempt retries after the backoff")
+	setJob(t, s, job, func(j *dispatch.Job) { past := time.Now().Add(-time.Second); j.NextAttemptAt = &past })
+	pending := pollers.NewPending(pollers.PendingConfig{Jobs: s.Config.Jobs.(pollers.Jobs)})
 	queued, err := pending.RunOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, queued)
@@ -68,7 +78,9 @@ func TestPullDeadWorkerLosesJobAfterLease(t *testing.T) {
 // receives a newly ingested event: the time from the POST of the event to
 // the claim's answer. Reports p50 and p99 in milliseconds.
 func BenchmarkPullLongPollLatency(b *testing.B) {
-	s := newTestServer(b, func(c *api.Config) { c.Lease = time.Minute })
+	s := newTestServer(b, func(c *api.Config) {
+		c.Pull = pull.New(pull.Config{Store: c.Store, Lifecycle: c.Jobs.(pull.Lifecycle), Lease: time.Minute})
+	})
 	createType(b, s, "order.created")
 	sub := pullSub(b, s, "IMMEDIATE", 1)
 	lat := make([]time.Duration, 0, b.N)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/pull"
 )
 
 // pullSub creates a pull subscription to order.created with the given mode
@@ -29,7 +30,9 @@ func pullSub(t testing.TB, s *testServer, mode string, maxAttempts int) string {
 
 func newPullServer(t *testing.T, mode string, maxAttempts int) (*testServer, string) {
 	t.Helper()
-	s := newTestServer(t, func(c *api.Config) { c.Lease = time.Minute })
+	s := newTestServer(t, func(c *api.Config) {
+		c.Pull = pull.New(pull.Config{Store: c.Store, Lifecycle: c.Jobs.(pull.Lifecycle), Lease: time.Minute})
+	})
 	createType(t, s, "order.created")
 	return s, pullSub(t, s, mode, maxAttempts)
 }

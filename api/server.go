@@ -16,6 +16,7 @@ import (
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/metrics"
+	"github.com/hooklane/hooklane/pull"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
@@ -36,6 +37,17 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
+// Jobs is what the API needs of the job lifecycle (*dispatch.Lifecycle):
+// the moves operators ask for and the creation of TASK jobs.
+type Jobs interface {
+	Create(ctx context.Context, jobs []*dispatch.Job) error
+	Retry(ctx context.Context, id string) (*dispatch.Job, error)
+	RetryMany(ctx context.Context, p *dispatch.JobListParams) (int, error)
+	Cancel(ctx context.Context, id, reason string) (*dispatch.Job, error)
+	CancelSubscription(ctx context.Context, subscriptionID, reason string) (int, error)
+	ReleaseSubscription(ctx context.Context, subscriptionID string) (int, error)
+}
+
 // Pinger reports whether a dependency is reachable.
 type Pinger interface {
 	Ping(ctx context.Context) error
@@ -48,11 +60,14 @@ type Invalidator interface {
 
 // Config configures the Server.
 type Config struct {
-	Store    Store
-	Queue    Pinger
-	Ingest   *ingest.Service
-	Enqueuer *dispatch.Enqueuer
-	Limits   ingest.Limits
+	Store  Store
+	Queue  Pinger
+	Ingest *ingest.Service
+	// Jobs is the job lifecycle: every job move an operator asks for.
+	Jobs Jobs
+	// Pull serves pull workers (API.md §10).
+	Pull   *pull.Service
+	Limits ingest.Limits
 	// Subscriptions is the matching cache to invalidate on subscription
 	// writes and to read the index from.
 	Subscriptions *subscription.Cache
@@ -71,10 +86,7 @@ type Config struct {
 	// net.DefaultResolver.
 	Resolver *net.Resolver
 	Stream   StreamConfig // Stream configures the status stream (api/stream.go).
-	// Lease is how long a pull worker's claim lasts (HOOKLANE_LEASE); zero
-	// uses LeaseDefault.
-	Lease time.Duration
-	IDs   *idgen.Generator
+	IDs      *idgen.Generator
 	// UI is the operator dashboard (package ui), served at /ui/ when set;
 	// /ui redirects there. It is a static file server: nil serves none.
 	UI      http.Handler
@@ -87,10 +99,6 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	engine *gin.Engine
-	// workers remembers the pull workers seen (api/pull.go).
-	workers *workerRegistry
-	// pullDue wakes long-polling claims when a due pull job is stored here.
-	pullDue *dueSignal
 }
 
 // New returns a Server with every route registered.
@@ -112,7 +120,7 @@ func New(cfg Config) *Server {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
-	s := &Server{cfg: cfg, engine: e, workers: newWorkerRegistry(), pullDue: &dueSignal{}}
+	s := &Server{cfg: cfg, engine: e}
 	// Order: the request id first (so every later log line carries it),
 	// then the access log and metrics, then panic recovery, innermost, so a
 	// panic is logged and counted as the 500 it becomes.

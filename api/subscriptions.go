@@ -12,11 +12,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/router"
 	"github.com/hooklane/hooklane/store"
-	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/webhook"
 )
 
 // secretOverlap is how long a rotated-out secret keeps signing.
@@ -75,8 +73,8 @@ func (s *Server) checkTarget(c *gin.Context, target string) error {
 	if err != nil {
 		return fmt.Errorf("is not a valid URL")
 	}
-	if err := router.CheckTarget(c.Request.Context(), s.cfg.Resolver, u.Hostname()); err != nil {
-		if errors.Is(err, router.ErrPrivateTarget) {
+	if err := webhook.CheckTarget(c.Request.Context(), s.cfg.Resolver, u.Hostname()); err != nil {
+		if errors.Is(err, webhook.ErrPrivateTarget) {
 			return errors.New("resolves to a loopback, private or otherwise non-public address")
 		}
 		return errors.New("host could not be resolved")
@@ -102,9 +100,9 @@ func (s *Server) createSubscription(c *gin.Context) error {
 	if err := s.checkSubscription(c, sub); err != nil {
 		return err
 	}
-	secret := router.NewSecret()
+	secret := subscription.NewSecret()
 	if in.Secret != nil {
-		if _, err := router.SecretKey(*in.Secret); err != nil {
+		if _, err := subscription.SecretKey(*in.Secret); err != nil {
 			return unprocessable("the secret is invalid", FieldError{Pointer: "/secret", Message: err.Error()})
 		}
 		secret = *in.Secret
@@ -256,7 +254,11 @@ func (s *Server) resumeSubscription(c *gin.Context) error {
 	if err := s.setSubscriptionStatus(c, subscription.StatusActive); err != nil {
 		return err
 	}
-	s.releasePaused(c, c.Param("id")) // jobs parked while paused go out now
+	// Jobs parked while paused go out now. A failure is logged: the safety
+	// poll releases them later.
+	if _, err := s.cfg.Jobs.ReleaseSubscription(c.Request.Context(), c.Param("id")); err != nil {
+		s.cfg.Logger.WarnContext(c.Request.Context(), "release paused jobs failed", "subscription_id", c.Param("id"), "error", err)
+	}
 	return nil
 }
 
@@ -269,36 +271,11 @@ func (s *Server) deleteSubscription(c *gin.Context) error {
 		return s.notFoundOr(err, "subscription")
 	}
 	s.cfg.Subscriptions.Invalidate()
-	// Cancel what was not delivered. A job missed here (written by a
-	// request racing with the delete) is cancelled by the router, which
-	// finds its subscription gone.
-	for _, st := range []dispatch.Status{dispatch.StatusPending, dispatch.StatusQueued, dispatch.StatusInProgress, dispatch.StatusError} {
-		if err := s.cancelJobs(c, &dispatch.JobListParams{SubscriptionID: id, Status: st}, "subscription deleted"); err != nil {
-			return err
-		}
+	if _, err := s.cfg.Jobs.CancelSubscription(c.Request.Context(), id, "subscription deleted"); err != nil {
+		return err //nolint:wrapcheck // mapped by h
 	}
 	c.Status(http.StatusNoContent)
 	return nil
-}
-
-// cancelJobs cancels every job the filter lists, page by page.
-func (s *Server) cancelJobs(c *gin.Context, p *dispatch.JobListParams, reason string) error {
-	p.Limit = limitMax
-	for {
-		pg, err := s.cfg.Store.JobList(c.Request.Context(), p)
-		if err != nil {
-			return err //nolint:wrapcheck // mapped by h
-		}
-		for _, j := range pg.Jobs {
-			if _, err := s.moveJob(c, j, dispatch.StatusCancelled, stream.TypeDispatchCancelled, reason); err != nil && !isConflict(err) {
-				return err
-			}
-		}
-		if pg.NextCursor == "" {
-			return nil
-		}
-		p.Cursor = pg.NextCursor
-	}
 }
 
 func (s *Server) rotateSecret(c *gin.Context) error {
@@ -308,7 +285,7 @@ func (s *Server) rotateSecret(c *gin.Context) error {
 	}
 	now := s.now()
 	expires := now.Add(secretOverlap)
-	kept := []subscription.Secret{{Value: router.NewSecret()}}
+	kept := []subscription.Secret{{Value: subscription.NewSecret()}}
 	for _, old := range sub.Secrets {
 		if old.ExpiresAt != nil && !old.ExpiresAt.After(now) {
 			continue

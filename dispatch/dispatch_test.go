@@ -90,7 +90,10 @@ func TestTransitions(t *testing.T) {
 		{dispatch.StatusCompleted, dispatch.StatusPending, false},
 		{dispatch.StatusCompleted, dispatch.StatusCancelled, false},
 		{dispatch.StatusCancelled, dispatch.StatusCancelled, false},
-		{dispatch.StatusError, dispatch.StatusQueued, false},
+		{dispatch.StatusError, dispatch.StatusQueued, true},     // an operator retry queued at once
+		{dispatch.StatusCancelled, dispatch.StatusQueued, true}, // likewise
+		{dispatch.StatusError, dispatch.StatusInProgress, false},
+		{dispatch.StatusCompleted, dispatch.StatusQueued, false},
 		{dispatch.StatusPending, dispatch.StatusCompleted, false},
 	}
 	for _, tt := range tests {

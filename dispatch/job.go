@@ -95,6 +95,9 @@ type Job struct {
 	CreatedAt   time.Time  `json:"createdAt"`
 	UpdatedAt   time.Time  `json:"updatedAt"`
 	CompletedAt *time.Time `json:"completedAt"`
+	// RetriedAt is the latest operator retry: the job's max-age window
+	// restarts there (see AgeStart). Nil when never retried.
+	RetriedAt *time.Time `json:"retriedAt,omitempty"`
 
 	// Version counts the writes of the job; the store refuses an update
 	// whose expected version is not the stored one (optimistic locking).
@@ -120,8 +123,9 @@ const (
 	ActionCompleted = "COMPLETED"
 	ActionFailed    = "FAILED"
 	ActionAbandoned = "ABANDONED"
-	// ActionRetried records an operator retry: the job's max-age window
-	// restarts at its StartedAt (see AgeStart).
+	// ActionRetried marked an operator retry in the attempts of jobs
+	// written before RetriedAt existed; AgeStart still reads it. Operator
+	// actions are no longer attempts (API.md §5).
 	ActionRetried = "RETRIED"
 )
 
@@ -129,6 +133,9 @@ const (
 // latest operator retry, so that a job retried after it ERRORed for max age
 // gets a real chance.
 func (j *Job) AgeStart() time.Time {
+	if j.RetriedAt != nil {
+		return *j.RetriedAt
+	}
 	for i := len(j.Attempts) - 1; i >= 0; i-- {
 		if j.Attempts[i].Action == ActionRetried {
 			return j.Attempts[i].StartedAt

@@ -2,12 +2,9 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"time"
 
-	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/stream"
 )
 
@@ -22,30 +19,6 @@ func Unfinished() []Status {
 	return []Status{StatusPending, StatusQueued, StatusInProgress, StatusError}
 }
 
-// JobEnqueuer sends QUEUED jobs to the queue; *Enqueuer is one.
-type JobEnqueuer interface {
-	Enqueue(ctx context.Context, jobs []*Job) (int, error)
-}
-
-// ReleaserStore is what a Releaser needs of the store.
-type ReleaserStore interface {
-	JobList(ctx context.Context, p *JobListParams) (*JobPage, error)
-	JobListGroup(ctx context.Context, p *JobListGroupParams) ([]*Job, error)
-	JobUpdate(ctx context.Context, p *JobUpdateParams) error
-}
-
-// Releaser moves held jobs back into the line at once, so that a held job
-// does not wait for the slow safety poll: the head of a BLOCK_ON_ERROR group
-// once its blocker finished, and the jobs of a resumed subscription. Every
-// move is a version-checked write, so concurrent releasers (several routers,
-// the API) never queue a job twice.
-type Releaser struct {
-	Store    ReleaserStore
-	Enqueuer JobEnqueuer
-	NewID    func() string
-	NowFunc  func() time.Time
-}
-
 // releaseRunMax bounds how many parked jobs one ReleaseGroup queues.
 const releaseRunMax = 100
 
@@ -58,13 +31,13 @@ const releaseRunMax = 100
 // them; the router still checks each against its predecessors before the
 // claim, so a job behind one that fails is parked again. It reports whether
 // it queued a job.
-func (r *Releaser) ReleaseGroup(ctx context.Context, subscriptionID, group string) (bool, error) {
+func (lc *Lifecycle) ReleaseGroup(ctx context.Context, subscriptionID, group string) (bool, error) {
 	if group == "" {
 		return false, nil
 	}
 	// Look at the head alone first: usually it is running or failing, and
 	// nothing is to be released.
-	head, err := r.Store.JobListGroup(ctx, &JobListGroupParams{
+	head, err := lc.cfg.Store.JobListGroup(ctx, &JobListGroupParams{
 		SubscriptionID: subscriptionID, MessageGroup: group, Statuses: Unfinished(), Limit: 1,
 	})
 	if err != nil {
@@ -73,7 +46,7 @@ func (r *Releaser) ReleaseGroup(ctx context.Context, subscriptionID, group strin
 	if len(head) == 0 || !held(head[0]) {
 		return false, nil
 	}
-	head, err = r.Store.JobListGroup(ctx, &JobListGroupParams{
+	head, err = lc.cfg.Store.JobListGroup(ctx, &JobListGroupParams{
 		SubscriptionID: subscriptionID, MessageGroup: group, Statuses: Unfinished(), Limit: releaseRunMax,
 	})
 	if err != nil {
@@ -89,7 +62,7 @@ func (r *Releaser) ReleaseGroup(ctx context.Context, subscriptionID, group strin
 	if len(run) == 0 {
 		return false, nil
 	}
-	return r.queue(ctx, run, "blocker finished")
+	return lc.queue(ctx, run, "blocker finished")
 }
 
 // held reports whether j is parked behind a blocker (not paused).
@@ -99,11 +72,11 @@ func held(j *Job) bool {
 
 // ReleaseSubscription queues every job of a subscription parked while it was
 // paused and returns how many it queued. The API calls it on resume.
-func (r *Releaser) ReleaseSubscription(ctx context.Context, subscriptionID string) (int, error) {
+func (lc *Lifecycle) ReleaseSubscription(ctx context.Context, subscriptionID string) (int, error) {
 	var parked []*Job
 	p := &JobListParams{Status: StatusPending, SubscriptionID: subscriptionID, Limit: 500}
 	for {
-		pg, err := r.Store.JobList(ctx, p)
+		pg, err := lc.cfg.Store.JobList(ctx, p)
 		if err != nil {
 			return 0, fmt.Errorf("list pending jobs of subscription %s: %w", subscriptionID, err)
 		}
@@ -127,7 +100,7 @@ func (r *Releaser) ReleaseSubscription(ctx context.Context, subscriptionID strin
 	n := 0
 	for start := 0; start < len(parked); start += 500 {
 		batch := parked[start:min(start+500, len(parked))]
-		if _, err := r.queueMany(ctx, batch, "subscription resumed", &n); err != nil {
+		if _, err := lc.queueMany(ctx, batch, "subscription resumed", &n); err != nil {
 			return n, err
 		}
 	}
@@ -144,29 +117,30 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-func (r *Releaser) queue(ctx context.Context, jobs []*Job, reason string) (bool, error) {
+func (lc *Lifecycle) queue(ctx context.Context, jobs []*Job, reason string) (bool, error) {
 	n := 0
-	_, err := r.queueMany(ctx, jobs, reason, &n)
+	_, err := lc.queueMany(ctx, jobs, reason, &n)
 	return n > 0, err
 }
 
 // queueMany moves PENDING jobs to QUEUED and sends the ones it moved. A job
 // that moved on meanwhile is skipped. It adds the number queued to *n.
-func (r *Releaser) queueMany(ctx context.Context, jobs []*Job, reason string, n *int) (int, error) {
-	now := r.NowFunc()
+func (lc *Lifecycle) queueMany(ctx context.Context, jobs []*Job, reason string, n *int) (int, error) {
+	now := lc.now()
 	var toSend []*Job
 	for _, j := range jobs {
 		if err := j.Transition(StatusQueued, now); err != nil {
 			continue
 		}
 		j.BlockedBy = ""
-		ev := j.StatusEvent(r.NewID(), stream.TypeDispatchQueued, now)
+		ev := j.StatusEvent(lc.cfg.NewID(), stream.TypeDispatchQueued, now)
 		ev.Data.Error = reason
-		if err := r.Store.JobUpdate(ctx, &JobUpdateParams{Job: j, Events: []stream.Event{ev}}); err != nil {
-			if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
-				continue // another releaser or the pending poller moved it
-			}
+		won, err := lc.tryWrite(ctx, j, []stream.Event{ev})
+		if err != nil {
 			return len(toSend), fmt.Errorf("release job %s: %w", j.ID, err)
+		}
+		if !won {
+			continue // another releaser or the pending poller moved it
 		}
 		*n++
 		if j.Delivery != DeliveryPull {
@@ -176,7 +150,7 @@ func (r *Releaser) queueMany(ctx context.Context, jobs []*Job, reason string, n 
 	if len(toSend) > 0 {
 		// A failed send leaves the job PENDING and due: the pending poller
 		// sends it again.
-		_, _ = r.Enqueuer.Enqueue(ctx, toSend)
+		_, _ = lc.Send(ctx, toSend)
 	}
 	return len(toSend), nil
 }

@@ -20,7 +20,7 @@ type releaseEnv struct {
 	st  *sqlitestore.Store
 	q   *memqueue.Queue
 	ids *idgen.Generator
-	rel *dispatch.Releaser
+	rel *dispatch.Lifecycle
 }
 
 func newReleaseEnv(t *testing.T) *releaseEnv {
@@ -31,8 +31,8 @@ func newReleaseEnv(t *testing.T) *releaseEnv {
 	q := memqueue.New(memqueue.Config{})
 	t.Cleanup(func() { require.NoError(t, q.Close()) })
 	ids := idgen.New(nil)
-	enq := &dispatch.Enqueuer{Queue: q, Store: st, NewID: ids.New, NowFunc: time.Now, Logger: slog.New(slog.DiscardHandler)}
-	return &releaseEnv{st: st, q: q, ids: ids, rel: &dispatch.Releaser{Store: st, Enqueuer: enq, NewID: ids.New, NowFunc: time.Now}}
+	lc := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: st, Queue: q, NewID: ids.New, Logger: slog.New(slog.DiscardHandler)})
+	return &releaseEnv{st: st, q: q, ids: ids, rel: lc}
 }
 
 func (e *releaseEnv) job(t *testing.T, sub, group string, st dispatch.Status, blockedBy string) *dispatch.Job {

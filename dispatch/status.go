@@ -20,10 +20,13 @@ import (
 //	             │  └──────── operator retry ◄──────────┼────────────────────────── ERROR, CANCELLED
 //	             └──────────────────────────────────────┘
 //	cancel: PENDING, QUEUED, IN_PROGRESS, ERROR ─► CANCELLED
+//	operator retry: ERROR, CANCELLED ─► QUEUED at once (PENDING and due,
+//	in the contract's words, then queued in the same write)
 //
 // A job is created PENDING (delayed, or waiting to be queued) or QUEUED (sent
 // to the queue with its creation). COMPLETED is final; ERROR and CANCELLED
-// change only by an operator's retry (→ PENDING) or cancel (ERROR →
+// change only by an operator's retry (→ PENDING, or straight to QUEUED when
+// the retry queues the job in the same write) or cancel (ERROR →
 // CANCELLED). The router and the pollers never move a job out of them.
 type Status string
 
@@ -67,9 +70,9 @@ func allowed(from Status) []Status {
 	case StatusInProgress:
 		return []Status{StatusCompleted, StatusPending, StatusQueued, StatusError, StatusCancelled}
 	case StatusError:
-		return []Status{StatusPending, StatusCancelled}
+		return []Status{StatusPending, StatusQueued, StatusCancelled}
 	case StatusCancelled:
-		return []Status{StatusPending}
+		return []Status{StatusPending, StatusQueued}
 	case StatusCompleted:
 		return nil
 	}

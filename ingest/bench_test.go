@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/subscription"
@@ -96,7 +97,7 @@ func BenchmarkNewJobs(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, s := range subs {
-					j := ingest.NewJob(ev, s, received)
+					j := dispatch.NewEventJob(ev, s.JobSettings(), received)
 					if j.EventID != ev.ID {
 						b.Fatal("job of another event")
 					}

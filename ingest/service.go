@@ -32,9 +32,15 @@ type Matcher interface {
 	Match(ctx context.Context, ev *cloudevent.Event, version string) ([]*subscription.Subscription, error)
 }
 
-// Enqueuer sends stored QUEUED jobs to the queue.
-type Enqueuer interface {
-	Enqueue(ctx context.Context, jobs []*dispatch.Job) (int, error)
+// Jobs is what ingest needs of the job lifecycle (*dispatch.Lifecycle).
+type Jobs interface {
+	// Insert stores jobs with their creation status events and extra
+	// status events, idempotently.
+	Insert(ctx context.Context, jobs []*dispatch.Job, extra ...stream.Event) error
+	// Send puts stored QUEUED push jobs on the queue.
+	Send(ctx context.Context, jobs []*dispatch.Job) (int, error)
+	// CreationEvents returns the status events of a job's creation.
+	CreationEvents(j *dispatch.Job, now time.Time) []stream.Event
 }
 
 // ServiceStore is what the service needs of the store.
@@ -42,7 +48,6 @@ type ServiceStore interface {
 	EventIngest(ctx context.Context, p *EventIngestParams) ([]EventIngestResult, error)
 	EventGetByID(ctx context.Context, id string) (*eventlog.Event, error)
 	EventMarkFannedOut(ctx context.Context, ids []string, at time.Time) error
-	JobInsertMany(ctx context.Context, p *dispatch.JobInsertManyParams) error
 	JobListByEvent(ctx context.Context, eventID string) ([]*dispatch.Job, error)
 }
 
@@ -51,7 +56,7 @@ type Config struct {
 	Store     ServiceStore
 	Validator Validator
 	Matcher   Matcher
-	Enqueuer  Enqueuer
+	Jobs      Jobs
 	IDs       *idgen.Generator
 	Logger    *slog.Logger
 	NowFunc   func() time.Time
@@ -221,7 +226,7 @@ func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 		toQueue = append(toQueue, unsentSuspects(jobs, now)...)
 	}
 	if len(toQueue) > 0 {
-		if n, err := s.cfg.Enqueuer.Enqueue(ctx, toQueue); n > 0 {
+		if n, err := s.cfg.Jobs.Send(ctx, toQueue); n > 0 {
 			s.cfg.Logger.WarnContext(ctx, "jobs left pending after queue send failure", "jobs", n, "error", err)
 		}
 	}
@@ -260,8 +265,8 @@ func (s *Service) FanOut(ctx context.Context, ev *eventlog.Event) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("match event %s: %w", ev.ID, err)
 	}
-	item := s.buildItem(ev, subs, now)
-	if err := s.cfg.Store.JobInsertMany(ctx, &dispatch.JobInsertManyParams{Jobs: item.Jobs, Events: item.StatusEvents}); err != nil {
+	jobs := s.buildJobs(ev, subs, now)
+	if err := s.cfg.Jobs.Insert(ctx, jobs, s.acceptedEvent(ev, subs, now)); err != nil {
 		return 0, fmt.Errorf("store jobs of event %s: %w", ev.ID, err)
 	}
 	if err := s.cfg.Store.EventMarkFannedOut(ctx, []string{ev.ID}, now); err != nil {
@@ -280,86 +285,42 @@ func (s *Service) FanOut(ctx context.Context, ev *eventlog.Event) (int, error) {
 		}
 	}
 	SortJobs(toQueue, nil)
-	if _, err := s.cfg.Enqueuer.Enqueue(ctx, toQueue); err != nil {
-		s.cfg.Logger.WarnContext(ctx, "jobs left queued after send failure", "event_id", ev.ID, "error", err)
+	if n, err := s.cfg.Jobs.Send(ctx, toQueue); n > 0 {
+		s.cfg.Logger.WarnContext(ctx, "jobs left pending after queue send failure", "event_id", ev.ID, "jobs", n, "error", err)
 	}
-	return len(item.Jobs), nil
+	return len(jobs), nil
 }
 
 // buildItem creates the jobs and status events of an accepted event.
 func (s *Service) buildItem(ev *eventlog.Event, subs []*subscription.Subscription, now time.Time) EventIngestItem {
-	codes := make([]string, len(subs))
-	jobs := make([]*dispatch.Job, 0, len(subs))
-	events := make([]stream.Event, 0, 1+2*len(subs))
-	for i, sub := range subs {
-		codes[i] = sub.Code
-	}
-	accepted := stream.Event{
-		ID: s.cfg.IDs.New(), Type: stream.TypeEventAccepted, Time: now, Subject: ev.ID,
-		Data: stream.Data{EventID: ev.ID, EventType: ev.Event.Type, Subscriptions: codes},
-	}
-	events = append(events, accepted)
-	for _, sub := range subs {
-		j := NewJob(ev, sub, now)
-		jobs = append(jobs, j)
-		events = append(events, j.StatusEvent(s.cfg.IDs.New(), stream.TypeDispatchCreated, now))
-		if j.Status == dispatch.StatusQueued {
-			events = append(events, j.StatusEvent(s.cfg.IDs.New(), stream.TypeDispatchQueued, now))
-		}
+	jobs := s.buildJobs(ev, subs, now)
+	events := make([]stream.Event, 0, 1+2*len(jobs))
+	events = append(events, s.acceptedEvent(ev, subs, now))
+	for _, j := range jobs {
+		events = append(events, s.cfg.Jobs.CreationEvents(j, now)...)
 	}
 	return EventIngestItem{Event: ev, Jobs: jobs, StatusEvents: events}
 }
 
-// NewJob builds the dispatch job of event ev for subscription sub. Its id is
-// derived from (event, subscription), so building it twice gives the same
-// job.
-func NewJob(ev *eventlog.Event, sub *subscription.Subscription, now time.Time) *dispatch.Job {
-	retry := sub.Retry.WithDefaults()
-	j := &dispatch.Job{
-		ID:             idgen.Derived(ev.ReceivedAt, ev.ID, sub.ID),
-		Kind:           dispatch.KindEvent,
-		Code:           ev.Event.Type,
-		Subject:        ev.Event.Subject,
-		EventID:        ev.ID,
-		SubscriptionID: sub.ID,
-		Subscription:   sub.Code,
-		CorrelationID:  ev.Event.Ext(cloudevent.ExtCorrelationID),
-		TargetURL:      sub.Target,
-		Mode:           cmp.Or(sub.Mode, dispatch.ModeImmediate),
-		Delivery:       cmp.Or(sub.Delivery, dispatch.DeliveryPush),
-		MessageGroup:   MessageGroup(sub.Code, &ev.Event),
-		Headers:        sub.Headers,
-		TimeoutSeconds: cmp.Or(sub.TimeoutSeconds, dispatch.TimeoutSecondsDefault),
-		MaxAgeSeconds:  cmp.Or(sub.MaxAgeSeconds, dispatch.MaxAgeSecondsDefault),
-		DataOnly:       sub.DataOnly,
-		Retry:          retry,
-		Status:         dispatch.StatusQueued,
-		MaxAttempts:    retry.MaxAttempts,
-		Attempts:       []dispatch.Attempt{},
-		CreatedAt:      now,
-		UpdatedAt:      now,
-		Version:        1,
+// buildJobs creates the jobs of an event for the subscriptions it matched.
+func (s *Service) buildJobs(ev *eventlog.Event, subs []*subscription.Subscription, now time.Time) []*dispatch.Job {
+	jobs := make([]*dispatch.Job, 0, len(subs))
+	for _, sub := range subs {
+		jobs = append(jobs, dispatch.NewEventJob(ev, sub.JobSettings(), now))
 	}
-	if sub.DispatchPoolID != nil {
-		j.DispatchPoolID = *sub.DispatchPoolID
-	}
-	if sub.DelaySeconds > 0 {
-		due := now.Add(time.Duration(sub.DelaySeconds) * time.Second)
-		j.Status = dispatch.StatusPending
-		j.NextAttemptAt = &due
-	}
-	return j
+	return jobs
 }
 
-// MessageGroup is a job's message group: "{subscription code}:{event
-// messagegroup}", falling back to the event subject; "" when the event has
-// neither.
-func MessageGroup(subCode string, ev *cloudevent.Event) string {
-	g := cmp.Or(ev.Ext(cloudevent.ExtMessageGroup), ev.Subject)
-	if g == "" {
-		return ""
+// acceptedEvent is the event.accepted status event of an event.
+func (s *Service) acceptedEvent(ev *eventlog.Event, subs []*subscription.Subscription, now time.Time) stream.Event {
+	codes := make([]string, len(subs))
+	for i, sub := range subs {
+		codes[i] = sub.Code
 	}
-	return subCode + ":" + g
+	return stream.Event{
+		ID: s.cfg.IDs.New(), Type: stream.TypeEventAccepted, Time: now, Subject: ev.ID,
+		Data: stream.Data{EventID: ev.ID, EventType: ev.Event.Type, Subscriptions: codes},
+	}
 }
 
 // DedupKey is the deduplication key of an event: its source with its

@@ -55,7 +55,7 @@ func (b *serviceBundle) firstWrite(t *testing.T, id string, withJob bool) (*even
 	ev := orderEvent()
 	now := b.clock.Now()
 	stored := &eventlog.Event{ID: id, ReceivedAt: now, DedupKey: ingest.DedupKey(&ev), Event: ev}
-	job := ingest.NewJob(stored, b.sub, now)
+	job := dispatch.NewEventJob(stored, b.sub.JobSettings(), now)
 	item := ingest.EventIngestItem{Event: stored}
 	if withJob {
 		item.Jobs = []*dispatch.Job{job}
@@ -142,8 +142,8 @@ func TestDuplicateCompletesHalfWrittenFanOut(t *testing.T) {
 	// The first request's event write, without its jobs.
 	stored, want := b.firstWrite(t, "01JDAAAAAAAAAAAAAAAAAAAAAB", false)
 	st := &halfWrittenStore{Store: b.store, unfanned: map[string]bool{stored.ID: true}}
-	enq := &dispatch.Enqueuer{Queue: b.queue, Store: b.store, NewID: b.ids.New, NowFunc: b.clock.Now}
-	svc := ingest.New(ingest.Config{Store: st, Validator: b.registry, Matcher: b.subs, Enqueuer: enq, IDs: b.ids, NowFunc: b.clock.Now})
+	lc := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: b.store, Queue: b.queue, NewID: b.ids.New, NowFunc: b.clock.Now})
+	svc := ingest.New(ingest.Config{Store: st, Validator: b.registry, Matcher: b.subs, Jobs: lc, IDs: b.ids, NowFunc: b.clock.Now})
 
 	// An immediate retry: the duplicate answer carries the job, stored and
 	// already sent.

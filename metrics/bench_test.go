@@ -7,7 +7,6 @@ import (
 
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/metrics"
-	"github.com/hooklane/hooklane/router"
 )
 
 // The hooks run on every ingested event, delivery attempt and request:
@@ -28,7 +27,7 @@ func BenchmarkObserve(b *testing.B) {
 	b.Run("attempt", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			m.ObserveAttempt(job, router.Result{StatusCode: 200, Duration: 30 * time.Millisecond})
+			m.ObserveAttempt(job, dispatch.Outcome{Attempted: true, Attempt: dispatch.Attempt{StatusCode: 200, DurationMs: 30}})
 		}
 	})
 	b.Run("http", func(b *testing.B) {

@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/router"
 	"github.com/hooklane/hooklane/subscription"
 )
 
@@ -236,10 +235,10 @@ func (m *Metrics) ObserveTaskJobCreated() {
 // ObserveAttempt records one recorded delivery attempt of job j, whose
 // status is already the one the attempt led to. It fits
 // router.Config.OnAttemptFunc.
-func (m *Metrics) ObserveAttempt(j *dispatch.Job, r router.Result) {
+func (m *Metrics) ObserveAttempt(j *dispatch.Job, o dispatch.Outcome) {
 	pool := m.poolLabel(j.DispatchPoolID)
-	m.deliveries.WithLabelValues(pool, attemptOutcome(j.Status), StatusClass(r.StatusCode)).Inc()
-	m.deliveryDuration.WithLabelValues(pool).Observe(r.Duration.Seconds())
+	m.deliveries.WithLabelValues(pool, attemptOutcome(j.Status), StatusClass(o.Attempt.StatusCode)).Inc()
+	m.deliveryDuration.WithLabelValues(pool).Observe((time.Duration(o.Attempt.DurationMs) * time.Millisecond).Seconds())
 	if j.Status == dispatch.StatusCompleted && !j.CreatedAt.IsZero() {
 		m.endToEnd.WithLabelValues(pool).Observe(max(m.cfg.NowFunc().Sub(j.CreatedAt), 0).Seconds())
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/metrics"
 	"github.com/hooklane/hooklane/queue"
-	"github.com/hooklane/hooklane/router"
 )
 
 // value returns the sample of family name whose labels include every
@@ -69,10 +68,10 @@ func TestObserveAttempt(t *testing.T) {
 		PoolCodeFunc: func(id string) string { return map[string]string{"": "default", "P1": "bulk"}[id] },
 	})
 	created := now.Add(-90 * time.Second)
-	m.ObserveAttempt(&dispatch.Job{Status: dispatch.StatusPending, DispatchPoolID: "P1", CreatedAt: created}, router.Result{StatusCode: 503, Duration: time.Second})
-	m.ObserveAttempt(&dispatch.Job{Status: dispatch.StatusPending, DispatchPoolID: "P1", CreatedAt: created}, router.Result{Duration: 2 * time.Second, Err: errors.New("timeout")})
-	m.ObserveAttempt(&dispatch.Job{Status: dispatch.StatusCompleted, DispatchPoolID: "P1", CreatedAt: created}, router.Result{StatusCode: 200, Duration: time.Second})
-	m.ObserveAttempt(&dispatch.Job{Status: dispatch.StatusError, CreatedAt: created}, router.Result{StatusCode: 410})
+	m.ObserveAttempt(&dispatch.Job{Status: dispatch.StatusPending, DispatchPoolID: "P1", CreatedAt: created}, dispatch.Outcome{Attempted: true, Attempt: dispatch.Attempt{StatusCode: 503, DurationMs: 1000}})
+	m.ObserveAttempt(&dispatch.Job{Status: dispatch.StatusPending, DispatchPoolID: "P1", CreatedAt: created}, dispatch.Outcome{Attempted: true, Attempt: dispatch.Attempt{DurationMs: 2000}, Err: errors.New("timeout")})
+	m.ObserveAttempt(&dispatch.Job{Status: dispatch.StatusCompleted, DispatchPoolID: "P1", CreatedAt: created}, dispatch.Outcome{Attempted: true, Attempt: dispatch.Attempt{StatusCode: 200, DurationMs: 1000}})
+	m.ObserveAttempt(&dispatch.Job{Status: dispatch.StatusError, CreatedAt: created}, dispatch.Outcome{Attempted: true, Attempt: dispatch.Attempt{StatusCode: 410}})
 
 	require.InDelta(t, 1, value(t, m, "hooklane_deliveries_total", "pool", "bulk", "outcome", "retry", "status_class", "5xx"), 0)
 	require.InDelta(t, 1, value(t, m, "hooklane_deliveries_total", "pool", "bulk", "outcome", "retry", "status_class", "none"), 0)
@@ -202,15 +201,7 @@ func TestPollerMoves(t *testing.T) {
 	m := metrics.New(metrics.Config{})
 	m.ObservePollerMoves("stale_queued", 3)
 	m.ObservePollerMoves("stale_queued", 0)
-	e := m.CountPending(enqueuerFunc(func(context.Context, []*dispatch.Job) (int, error) { return 0, nil }))
-	_, err := e.Enqueue(t.Context(), make([]*dispatch.Job, 4))
-	require.NoError(t, err)
+	m.ObservePollerMoves("pending", 4)
 	require.InDelta(t, 3, value(t, m, "hooklane_poller_moved_jobs_total", "poller", "stale_queued"), 0)
 	require.InDelta(t, 4, value(t, m, "hooklane_poller_moved_jobs_total", "poller", "pending"), 0)
-}
-
-type enqueuerFunc func(ctx context.Context, jobs []*dispatch.Job) (int, error)
-
-func (f enqueuerFunc) Enqueue(ctx context.Context, jobs []*dispatch.Job) (int, error) {
-	return f(ctx, jobs)
 }

@@ -3,9 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
-	"fmt"
 
-	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/queue"
 )
 
@@ -56,33 +54,4 @@ func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
 		q.m.ObserveQueueError("delete", 1)
 	}
 	return err //nolint:wrapcheck // a transparent wrapper
-}
-
-// Enqueuer is what the pending poller sends through.
-type Enqueuer interface {
-	Enqueue(ctx context.Context, jobs []*dispatch.Job) (int, error)
-}
-
-// PendingEnqueuer wraps the enqueuer the pending poller uses, counting the
-// push jobs it moves from PENDING to QUEUED (every job it hands over) in
-// hooklane_poller_moved_jobs_total{poller="pending"}.
-type PendingEnqueuer struct {
-	Enqueuer
-
-	m *Metrics
-}
-
-// CountPending returns e counted as the pending poller's moves.
-func (m *Metrics) CountPending(e Enqueuer) *PendingEnqueuer {
-	return &PendingEnqueuer{Enqueuer: e, m: m}
-}
-
-// Enqueue counts the jobs and sends them.
-func (p *PendingEnqueuer) Enqueue(ctx context.Context, jobs []*dispatch.Job) (int, error) {
-	p.m.ObservePollerMoves("pending", len(jobs))
-	n, err := p.Enqueuer.Enqueue(ctx, jobs)
-	if err != nil {
-		return n, fmt.Errorf("enqueue pending jobs: %w", err)
-	}
-	return n, nil
 }

@@ -1,7 +1,7 @@
 // Package pipelinetest assembles the embedded gateway's parts for the tests
 // of the packages above them: a SQLite store in a temporary directory, the
 // in-process queue, the schema registry, the subscription cache, the
-// enqueuer and the ingest service, wired as cmd/hooklane wires them. No part
+// job lifecycle and the ingest service, wired as cmd/hooklane wires them. No part
 // is a mock. Everything it opens is closed in tb.Cleanup.
 package pipelinetest
 
@@ -39,8 +39,9 @@ type Pipeline struct {
 	IDs      *idgen.Generator
 	Registry *schema.Registry
 	Subs     *subscription.Cache
-	Enqueuer *dispatch.Enqueuer
-	Ingest   *ingest.Service
+	// Jobs is the job lifecycle every part moves jobs through.
+	Jobs   *dispatch.Lifecycle
+	Ingest *ingest.Service
 }
 
 // New assembles a pipeline for tb.
@@ -67,7 +68,7 @@ func New(tb testing.TB, cfg Config) *Pipeline {
 	subs := subscription.NewCache(subscription.CacheConfig{Store: st})
 	tb.Cleanup(subs.Close)
 	registry := schema.NewRegistry(schema.RegistryConfig{Store: st})
-	enq := &dispatch.Enqueuer{Queue: q, Store: st, NewID: ids.New, NowFunc: now}
-	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Enqueuer: enq, IDs: ids, NowFunc: now})
-	return &Pipeline{Store: st, Queue: q, IDs: ids, Registry: registry, Subs: subs, Enqueuer: enq, Ingest: svc}
+	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: st, Queue: q, NewID: ids.New, NowFunc: now})
+	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Jobs: jobs, IDs: ids, NowFunc: now})
+	return &Pipeline{Store: st, Queue: q, IDs: ids, Registry: registry, Subs: subs, Jobs: jobs, Ingest: svc}
 }

@@ -12,38 +12,33 @@ import (
 	"github.com/hooklane/hooklane/pollers"
 )
 
-// listStore hands out the given jobs once per status and accepts every
-// update.
-type listStore struct {
-	jobs    map[dispatch.Status][]*dispatch.Job
-	updated int
+// countingJobs stands in for the lifecycle: each rescue reports the moves
+// it is told to, once. The moves themselves are tested in package
+// dispatch; this tests the hooks.
+type countingJobs struct{ stale, expired int }
+
+func (j *countingJobs) QueueDue(context.Context, dispatch.QueueDueParams) (int, int, error) {
+	return 0, 0, nil
 }
 
-func (s *listStore) JobListDue(_ context.Context, p *dispatch.JobListDueParams) ([]*dispatch.Job, error) {
-	out := s.jobs[p.Status]
-	delete(s.jobs, p.Status)
-	return out, nil
+func (j *countingJobs) RescueStale(context.Context, dispatch.RescueParams) (int, int, error) {
+	n := j.stale
+	j.stale = 0
+	return n, n, nil
 }
 
-func (s *listStore) JobUpdate(context.Context, *dispatch.JobUpdateParams) error {
-	s.updated++
-	return nil
+func (j *countingJobs) RescueExpired(context.Context, dispatch.RescueParams) (int, int, error) {
+	n := j.expired
+	j.expired = 0
+	return n, n, nil
 }
 
 func TestRescuerReportsMoves(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 24, 14, 0, 0, 0, time.UTC)
-	job := func(status dispatch.Status) *dispatch.Job {
-		return &dispatch.Job{ID: "J" + string(status), Kind: dispatch.KindEvent, Status: status, Delivery: dispatch.DeliveryPush,
-			AttemptCount: 1, MaxAttempts: 8, CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-time.Hour), Version: 1}
-	}
-	st := &listStore{jobs: map[dispatch.Status][]*dispatch.Job{
-		dispatch.StatusQueued:     {job(dispatch.StatusQueued), job(dispatch.StatusQueued)},
-		dispatch.StatusInProgress: {job(dispatch.StatusInProgress)},
-	}}
 	got := map[string]int{}
 	r := pollers.NewRescuer(pollers.RescuerConfig{
-		Store: st, NewID: func() string { return "E" }, NowFunc: func() time.Time { return now },
+		Jobs: &countingJobs{stale: 2, expired: 1}, NowFunc: func() time.Time { return now },
 		OnRescueFunc: func(check string, moved int) { got[check] += moved },
 	})
 	n, err := r.RescueStale(t.Context(), time.Minute)

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/store"
-	"github.com/hooklane/hooklane/stream"
 )
 
 // Rescuer defaults.
@@ -25,7 +23,7 @@ const (
 
 // RescuerConfig configures a Rescuer.
 type RescuerConfig struct {
-	Store JobStore
+	Jobs Jobs
 	// StaleInterval is the period of the stale-queued check. Default 60 s.
 	StaleInterval time.Duration
 	// StaleQueuedAfter is the QUEUED age that counts as lost. Default 15 min.
@@ -34,7 +32,6 @@ type RescuerConfig struct {
 	LeaseInterval time.Duration
 	// BatchSize bounds one round of each check. Default 500.
 	BatchSize int
-	NewID     func() string
 	Logger    *slog.Logger
 	NowFunc   func() time.Time
 	// OnRescueFunc, when set, is called after each check that moved jobs,
@@ -51,10 +48,11 @@ const (
 	RescueExpiredLease = "expired_lease"
 )
 
-// Rescuer returns lost jobs to PENDING, due at once, where the pending
-// poller picks them up: push jobs QUEUED for longer than StaleQueuedAfter
-// (their message was lost), and IN_PROGRESS jobs whose lease expired (their
-// worker died), the lost attempt recorded as ABANDONED.
+// Rescuer recovers lost jobs through the lifecycle verbs: push jobs QUEUED
+// for longer than StaleQueuedAfter (their message was lost) go back to
+// PENDING, due at once, where the pending poller picks them up; IN_PROGRESS
+// jobs whose lease expired (their worker died) have the lost attempt
+// recorded as ABANDONED and retry under the job's policy.
 type Rescuer struct {
 	cfg RescuerConfig
 }
@@ -99,87 +97,35 @@ func (r *Rescuer) RescueStale(ctx context.Context, olderThan time.Duration) (int
 // full list that moved anything asks for another round at once, even when
 // some of its jobs were moved by another instance meanwhile.
 func (r *Rescuer) rescueStale(ctx context.Context, olderThan time.Duration) (moved, listed int, err error) {
-	now := r.cfg.NowFunc()
-	jobs, err := r.cfg.Store.JobListDue(ctx, &dispatch.JobListDueParams{
-		Status: dispatch.StatusQueued, Now: now.Add(-olderThan), Limit: r.cfg.BatchSize, Delivery: dispatch.DeliveryPush,
+	moved, listed, err = r.cfg.Jobs.RescueStale(ctx, dispatch.RescueParams{
+		Before: r.cfg.NowFunc().Add(-olderThan), Limit: r.cfg.BatchSize,
 	})
-	if err != nil {
-		return 0, 0, fmt.Errorf("list stale queued jobs: %w", err)
-	}
-	moved, err = r.reset(ctx, jobs, now, "queued too long: message presumed lost", false)
 	r.report(RescueStaleQueued, moved)
-	return moved, len(jobs), err
+	if err != nil {
+		return moved, listed, fmt.Errorf("rescue stale queued jobs: %w", err)
+	}
+	return moved, listed, nil
 }
 
-// RescueExpired moves IN_PROGRESS jobs whose lease expired by `at` to
-// PENDING (or ERROR when they have no attempt left) and returns how many it
-// moved.
+// RescueExpired recovers IN_PROGRESS jobs whose lease expired by `at`
+// (dispatch.Lifecycle.RescueExpired: the lost attempt counts as a failed
+// one) and returns how many it moved.
 func (r *Rescuer) RescueExpired(ctx context.Context, at time.Time) (int, error) {
 	n, _, err := r.rescueExpired(ctx, at)
 	return n, err
 }
 
 func (r *Rescuer) rescueExpired(ctx context.Context, at time.Time) (moved, listed int, err error) {
-	jobs, err := r.cfg.Store.JobListDue(ctx, &dispatch.JobListDueParams{
-		Status: dispatch.StatusInProgress, Now: at, Limit: r.cfg.BatchSize,
-	})
-	if err != nil {
-		return 0, 0, fmt.Errorf("list expired claims: %w", err)
-	}
-	moved, err = r.reset(ctx, jobs, r.cfg.NowFunc(), "lease expired: worker presumed dead", true)
+	moved, listed, err = r.cfg.Jobs.RescueExpired(ctx, dispatch.RescueParams{Before: at, Limit: r.cfg.BatchSize})
 	r.report(RescueExpiredLease, moved)
-	return moved, len(jobs), err
+	if err != nil {
+		return moved, listed, fmt.Errorf("rescue expired claims: %w", err)
+	}
+	return moved, listed, nil
 }
 
 func (r *Rescuer) report(check string, moved int) {
 	if r.cfg.OnRescueFunc != nil && moved > 0 {
 		r.cfg.OnRescueFunc(check, moved)
 	}
-}
-
-func (r *Rescuer) reset(ctx context.Context, jobs []*dispatch.Job, now time.Time, reason string, abandoned bool) (int, error) {
-	moved := 0
-	for _, j := range jobs {
-		var events []stream.Event
-		if abandoned {
-			worker := j.Worker
-			j.Attempts = append(j.Attempts, dispatch.Attempt{
-				Attempt: j.AttemptCount, Action: dispatch.ActionAbandoned, StartedAt: now, Error: reason, Worker: worker,
-			})
-			j.LastError = &reason
-			if j.AttemptCount >= j.MaxAttempts {
-				if err := j.Transition(dispatch.StatusError, now); err != nil {
-					continue
-				}
-				ev := j.StatusEvent(r.cfg.NewID(), stream.TypeDispatchDiscarded, now)
-				ev.Data.Error = reason
-				events = append(events, ev)
-			}
-		}
-		if len(events) == 0 {
-			if err := j.Transition(dispatch.StatusPending, now); err != nil {
-				continue
-			}
-			due := now
-			j.NextAttemptAt = &due
-			typ := stream.TypeDispatchPending
-			if abandoned {
-				typ = stream.TypeDispatchFailed
-			}
-			ev := j.StatusEvent(r.cfg.NewID(), typ, now)
-			ev.Data.Error = reason
-			events = append(events, ev)
-		}
-		if err := r.cfg.Store.JobUpdate(ctx, &dispatch.JobUpdateParams{Job: j, Events: events}); err != nil {
-			if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
-				continue
-			}
-			return moved, fmt.Errorf("rescue job %s: %w", j.ID, err)
-		}
-		moved++
-	}
-	if moved > 0 {
-		r.cfg.Logger.InfoContext(ctx, "rescued jobs", "jobs", moved, "reason", reason)
-	}
-	return moved, nil
 }

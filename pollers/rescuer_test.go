@@ -12,6 +12,7 @@ import (
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/queue/memqueue"
 )
 
 // TestRescuersOnSeveralInstancesMoveEachJobOnce runs the checks of three
@@ -41,8 +42,10 @@ func TestRescuersOnSeveralInstancesMoveEachJobOnce(t *testing.T) {
 	var errs []error
 	var wg sync.WaitGroup
 	for range 3 {
-		r := NewRescuer(RescuerConfig{Store: f.st, BatchSize: 7, StaleQueuedAfter: 15 * time.Minute,
-			NewID: idgen.New(func() time.Time { return f.now }).New, NowFunc: func() time.Time { return f.now },
+		clock := func() time.Time { return f.now }
+		jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: f.st, Queue: memqueue.New(memqueue.Config{}),
+			NewID: idgen.New(clock).New, NowFunc: clock})
+		r := NewRescuer(RescuerConfig{Jobs: jobs, BatchSize: 7, StaleQueuedAfter: 15 * time.Minute, NowFunc: clock,
 			OnRescueFunc: func(check string, n int) {
 				mu.Lock()
 				moved[check] += n

@@ -18,7 +18,8 @@ import (
 	"github.com/hooklane/hooklane/queue/memqueue"
 	"github.com/hooklane/hooklane/router"
 	"github.com/hooklane/hooklane/store/sqlitestore"
-	"github.com/hooklane/hooklane/stream"
+	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/webhook"
 )
 
 func TestMain(m *testing.M) {
@@ -38,7 +39,7 @@ type gw struct {
 	st    *sqlitestore.Store
 	q     *memqueue.Queue
 	ids   *idgen.Generator
-	enq   *dispatch.Enqueuer
+	jobs  *dispatch.Lifecycle
 	pools *router.Pools
 	rt    *router.Router
 	def   *dispatch.Pool
@@ -67,18 +68,18 @@ func newGW(t *testing.T, o gwOptions) *gw {
 	def := &dispatch.Pool{ID: ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default", Burst: 1,
 		Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, st.PoolInsert(ctx, def))
-	enq := &dispatch.Enqueuer{Queue: q, Store: st, NewID: ids.New, NowFunc: time.Now, Logger: logger}
-	g := &gw{t: t, st: st, q: q, ids: ids, enq: enq, pools: router.NewPools(st), def: def}
+	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: st, Queue: q, NewID: ids.New, BlockedRecheck: o.blockedRecheck, Logger: logger})
+	g := &gw{t: t, st: st, q: q, ids: ids, jobs: jobs, pools: router.NewPools(st), def: def}
 	// The receivers are httptest servers on 127.0.0.1: the SSRF guard is
 	// tested on its own (ssrf_test.go).
-	med := router.NewMediator(router.MediatorConfig{AllowPrivateTargets: true, UserAgent: "hooklane/test"})
+	med := webhook.New(webhook.Config{AllowPrivateTargets: true, UserAgent: "hooklane/test"})
 	g.rt = router.New(router.Config{
-		Queue: q, Store: st, Pools: g.pools, Mediator: med, Enqueuer: enq, NewID: ids.New, WorkerID: "test:1",
-		MaxInFlight: o.maxInFlight, ReceiveWait: 200 * time.Millisecond, BlockedRecheck: o.blockedRecheck,
+		Queue: q, Store: st, Lifecycle: jobs, Pools: g.pools, Transport: med, WorkerID: "test:1",
+		MaxInFlight: o.maxInFlight, ReceiveWait: 200 * time.Millisecond,
 		PoolBusyDelay: 50 * time.Millisecond, Logger: logger,
 	})
 	pending := pollers.NewPending(pollers.PendingConfig{
-		Store: st, Enqueuer: enq, Interval: cmpDur(o.pendingInterval, 50*time.Millisecond), NewID: ids.New, Logger: logger,
+		Jobs: jobs, Interval: cmpDur(o.pendingInterval, 50*time.Millisecond), Logger: logger,
 	})
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -120,7 +121,7 @@ func (g *gw) taskJob(target string, mode dispatch.Mode, group string, retry disp
 	return &dispatch.Job{
 		ID: g.ids.New(), Kind: dispatch.KindTask, Code: "test:job", TargetURL: target, Mode: mode,
 		Delivery: dispatch.DeliveryPush, MessageGroup: group, TimeoutSeconds: 5, MaxAgeSeconds: 3600,
-		Retry: retry, Payload: []byte(`{"n":1}`), Secret: router.NewSecret(), Status: dispatch.StatusQueued,
+		Retry: retry, Payload: []byte(`{"n":1}`), Secret: subscription.NewSecret(), Status: dispatch.StatusQueued,
 		MaxAttempts: retry.MaxAttempts, Attempts: []dispatch.Attempt{}, CreatedAt: now, UpdatedAt: now, Version: 1,
 	}
 }
@@ -129,12 +130,8 @@ func (g *gw) taskJob(target string, mode dispatch.Mode, group string, retry disp
 func (g *gw) submit(jobs ...*dispatch.Job) {
 	g.t.Helper()
 	ctx := context.Background()
-	var events []stream.Event
-	for _, j := range jobs {
-		events = append(events, j.StatusEvent(g.ids.New(), stream.TypeDispatchCreated, j.CreatedAt))
-	}
-	require.NoError(g.t, g.st.JobInsertMany(ctx, &dispatch.JobInsertManyParams{Jobs: jobs, Events: events}))
-	failed, err := g.enq.Enqueue(ctx, jobs)
+	require.NoError(g.t, g.jobs.Insert(ctx, jobs))
+	failed, err := g.jobs.Send(ctx, jobs)
 	require.NoError(g.t, err)
 	require.Zero(g.t, failed)
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/ingest"
-	"github.com/hooklane/hooklane/router"
 	"github.com/hooklane/hooklane/subscription"
 )
 
@@ -26,7 +25,7 @@ import (
 // secret rotation, each verified by the Standard Webhooks library.
 func TestPausedSubscriptionWaitsThenResumes(t *testing.T) {
 	t.Parallel()
-	oldSecret, newSecret := router.NewSecret(), router.NewSecret()
+	oldSecret, newSecret := subscription.NewSecret(), subscription.NewSecret()
 	got := make(chan http.Header, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -65,7 +64,7 @@ func TestPausedSubscriptionWaitsThenResumes(t *testing.T) {
 	}
 	_, err := g.st.EventIngest(ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: ev, Jobs: []*dispatch.Job{j}}}})
 	require.NoError(t, err)
-	_, err = g.enq.Enqueue(ctx, []*dispatch.Job{j})
+	_, err = g.jobs.Send(ctx, []*dispatch.Job{j})
 	require.NoError(t, err)
 
 	require.Eventually(t, func() bool {
@@ -76,7 +75,7 @@ func TestPausedSubscriptionWaitsThenResumes(t *testing.T) {
 
 	sub.Status = subscription.StatusActive
 	require.NoError(t, g.st.SubscriptionUpdate(ctx, sub))
-	n, err := g.rt.Releaser().ReleaseSubscription(ctx, sub.ID)
+	n, err := g.jobs.ReleaseSubscription(ctx, sub.ID)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 

@@ -123,3 +123,17 @@ type Page struct {
 	Subscriptions []*Subscription
 	NextCursor    string
 }
+
+// JobSettings returns the delivery settings the subscription gives each of
+// its jobs.
+func (s *Subscription) JobSettings() *dispatch.Settings {
+	set := &dispatch.Settings{
+		SubscriptionID: s.ID, Subscription: s.Code, Target: s.Target, Headers: s.Headers,
+		Mode: s.Mode, Delivery: s.Delivery, TimeoutSeconds: s.TimeoutSeconds, MaxAgeSeconds: s.MaxAgeSeconds,
+		DelaySeconds: s.DelaySeconds, DataOnly: s.DataOnly, Retry: s.Retry,
+	}
+	if s.DispatchPoolID != nil {
+		set.DispatchPoolID = *s.DispatchPoolID
+	}
+	return set
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/pipelinetest"
+	"github.com/hooklane/hooklane/pull"
 	"github.com/hooklane/hooklane/store/sqlitestore"
 	"github.com/hooklane/hooklane/worker"
 )
@@ -31,9 +32,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func gateway(t *testing.T) (string, *sqlitestore.Store, string) {
 	t.Helper()
 	p := pipelinetest.New(t, pipelinetest.Config{})
-	st, q, ids, subs, registry, enq, svc := p.Store, p.Queue, p.IDs, p.Subs, p.Registry, p.Enqueuer, p.Ingest
+	st, q, ids, subs, registry, jobs, svc := p.Store, p.Queue, p.IDs, p.Subs, p.Registry, p.Jobs, p.Ingest
 	srv := httptest.NewServer(api.New(api.Config{
-		Store: st, Queue: q, Ingest: svc, Enqueuer: enq, Subscriptions: subs, Registry: registry, IDs: ids,
+		Store: st, Queue: q, Ingest: svc, Jobs: jobs, Pull: pull.New(pull.Config{Store: st, Lifecycle: jobs}), Subscriptions: subs, Registry: registry, IDs: ids,
 		Limits: ingest.Limits{MaxEventBytes: 256 << 10, MaxRequestBytes: 4 << 20, MaxBatch: 100},
 	}).Handler())
 	t.Cleanup(srv.Close)

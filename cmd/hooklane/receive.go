@@ -13,7 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hooklane/hooklane/router"
+	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/webhook"
 )
 
 // receive runs a development webhook receiver: it prints every delivery,
@@ -30,7 +31,7 @@ func receive(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	var key []byte
 	if *secret != "" {
-		k, err := router.SecretKey(*secret)
+		k, err := subscription.SecretKey(*secret)
 		if err != nil {
 			return fmt.Errorf("--secret: %w", err)
 		}
@@ -73,7 +74,7 @@ func verifySignature(key []byte, h http.Header, body []byte) bool {
 	if err != nil {
 		return false
 	}
-	want := router.Sign([][]byte{key}, h.Get("webhook-id"), time.Unix(ts, 0), body)
+	want := webhook.Sign([][]byte{key}, h.Get("webhook-id"), time.Unix(ts, 0), body)
 	for _, sig := range strings.Fields(h.Get("webhook-signature")) {
 		if hmac.Equal([]byte(sig), []byte(want)) {
 			return true

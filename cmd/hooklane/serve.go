@@ -19,6 +19,7 @@ import (
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/pollers"
+	"github.com/hooklane/hooklane/pull"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/queue/memqueue"
 	"github.com/hooklane/hooklane/queue/sqsqueue"
@@ -30,6 +31,7 @@ import (
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
 	"github.com/hooklane/hooklane/ui"
+	"github.com/hooklane/hooklane/webhook"
 )
 
 // Store is every storage port: what the gateway runs on.
@@ -153,11 +155,12 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	m := newMetrics(st, pools, subs, hub)
 	mq := m.InstrumentQueue(q) // counts send/receive errors; q itself stays the readiness Pinger
 	registry := schema.NewRegistry(schema.RegistryConfig{Store: st, AllowUnknownTypes: cfg.AllowUnknownTypes, Logger: logger})
-	enq := &dispatch.Enqueuer{Queue: mq, Store: st, NewID: ids.New, NowFunc: time.Now, Logger: logger.With("component", "enqueuer")}
-	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Enqueuer: enq, IDs: ids, Logger: logger, OnIngestFunc: m.ObserveIngest})
+	// The job lifecycle: the one owner of every job write (package dispatch).
+	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: st, Queue: mq, NewID: ids.New, Logger: logger})
+	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Jobs: jobs, IDs: ids, Logger: logger, OnIngestFunc: m.ObserveIngest})
 	rescuer := pollers.NewRescuer(pollers.RescuerConfig{
-		Store: st, StaleQueuedAfter: cfg.StaleQueuedAfter, StaleInterval: cfg.StalePollInterval, LeaseInterval: cfg.LeasePollInterval,
-		BatchSize: cfg.PollerBatchSize, NewID: ids.New, Logger: logger, OnRescueFunc: m.ObservePollerMoves,
+		Jobs: jobs, StaleQueuedAfter: cfg.StaleQueuedAfter, StaleInterval: cfg.StalePollInterval, LeaseInterval: cfg.LeasePollInterval,
+		BatchSize: cfg.PollerBatchSize, Logger: logger, OnRescueFunc: m.ObservePollerMoves,
 	})
 	if inProcess {
 		// The in-process queue died with the previous process: what it held
@@ -170,8 +173,8 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return subs.Run(ctx) })
 	if roles["pollers"] {
-		pending := pollers.NewPending(pollers.PendingConfig{Store: st, Enqueuer: m.CountPending(enq), Interval: cfg.PendingPollInterval,
-			BatchSize: cfg.PollerBatchSize, NewID: ids.New, Logger: logger})
+		pending := pollers.NewPending(pollers.PendingConfig{Jobs: jobs, Interval: cfg.PendingPollInterval,
+			BatchSize: cfg.PollerBatchSize, Logger: logger, OnQueueFunc: func(n int) { m.ObservePollerMoves("pending", n) }})
 		fanout := pollers.NewFanOut(pollers.FanOutConfig{Store: st, FanOuter: svc, Interval: cfg.FanOutPollInterval, Grace: cfg.FanOutGrace,
 			BatchSize: cfg.PollerBatchSize, Logger: logger, OnFanOutFunc: func(n int) { m.ObservePollerMoves("fanout", n) }})
 		g.Go(func() error { return pending.Run(ctx) })
@@ -186,10 +189,10 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		g.Go(func() error { return cleanup.Run(ctx) })
 	}
 	if roles["router"] {
-		med := router.NewMediator(router.MediatorConfig{AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version})
-		defer med.Close()
+		hooks := webhook.New(webhook.Config{AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version})
+		defer hooks.Close()
 		rt := router.New(router.Config{
-			Queue: mq, Store: st, Pools: pools, Mediator: med, Enqueuer: enq, NewID: ids.New, WorkerID: workerID(),
+			Queue: mq, Store: st, Lifecycle: jobs, Pools: pools, Transport: hooks, WorkerID: workerID(),
 			Lease: cfg.Lease, MaxInFlight: cfg.RouterConcurrency, Logger: logger, OnAttemptFunc: m.ObserveAttempt,
 		})
 		g.Go(func() error { return rt.Run(ctx) })
@@ -205,12 +208,13 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			return nil
 		})
 		srv := api.New(api.Config{
-			Store: st, Queue: q, Ingest: svc, Enqueuer: enq,
+			Store: st, Queue: q, Ingest: svc, Jobs: jobs,
+			Pull:          pull.New(pull.Config{Store: st, Lifecycle: jobs, Hub: hub, Lease: cfg.Lease}),
 			Limits:        ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
 			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, IDs: ids, Version: version, Logger: logger, Metrics: m,
-			Stream: api.StreamConfig{Hub: hub, Retention: cfg.StreamRetention}, Lease: cfg.Lease,
-			UI: ui.Handler(),
+			Stream: api.StreamConfig{Hub: hub, Retention: cfg.StreamRetention},
+			UI:     ui.Handler(),
 		})
 		addr, err := listenAndServe(ctx, g, cfg, srv.Handler(), logger)
 		if err != nil {

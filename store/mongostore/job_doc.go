@@ -45,6 +45,7 @@ type jobDoc struct {
 	CreatedAt   time.Time  `bson:"createdAt"`
 	UpdatedAt   time.Time  `bson:"updatedAt"`
 	CompletedAt *time.Time `bson:"completedAt"`
+	RetriedAt   *time.Time `bson:"retriedAt,omitempty"`
 	Version     int64      `bson:"version"`
 }
 
@@ -105,6 +106,7 @@ func toJobDoc(j *dispatch.Job) *jobDoc {
 		CreatedAt:      ms(j.CreatedAt),
 		UpdatedAt:      ms(j.UpdatedAt),
 		CompletedAt:    msPtr(j.CompletedAt),
+		RetriedAt:      msPtr(j.RetriedAt),
 		Version:        j.Version,
 	}
 	if j.Attempts != nil {
@@ -162,6 +164,7 @@ func (d *jobDoc) asDomain() *dispatch.Job {
 		CreatedAt:      utc(d.CreatedAt),
 		UpdatedAt:      utc(d.UpdatedAt),
 		CompletedAt:    utcPtr(d.CompletedAt),
+		RetriedAt:      utcPtr(d.RetriedAt),
 		Version:        d.Version,
 	}
 	if d.Attempts != nil {

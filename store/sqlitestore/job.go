@@ -30,6 +30,7 @@ func jobDoc(j *dispatch.Job) ([]byte, error) {
 	c.NextAttemptAt = msUTCPtr(c.NextAttemptAt)
 	c.LeaseExpiresAt = msUTCPtr(c.LeaseExpiresAt)
 	c.CompletedAt = msUTCPtr(c.CompletedAt)
+	c.RetriedAt = msUTCPtr(c.RetriedAt)
 	if c.Attempts != nil {
 		c.Attempts = slices.Clone(c.Attempts)
 		for i := range c.Attempts {

@@ -1,48 +1,12 @@
-package router
+package webhook
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/hooklane/hooklane/dispatch"
 )
-
-// permanentError marks a delivery failure that must not be retried.
-type permanentError struct{ err error }
-
-func (e *permanentError) Error() string { return e.err.Error() }
-func (e *permanentError) Unwrap() error { return e.err }
-
-// Permanent marks err as a failure no retry can fix (a 4xx answer, a
-// redirect, a refused target): the job goes to ERROR at once.
-func Permanent(err error) error { return &permanentError{err: err} }
-
-// IsPermanent reports whether err was marked with Permanent.
-func IsPermanent(err error) bool {
-	var p *permanentError
-	return errors.As(err, &p)
-}
-
-// retryAfterError carries a receiver's Retry-After.
-type retryAfterError struct {
-	after time.Duration
-	err   error
-}
-
-func (e *retryAfterError) Error() string { return e.err.Error() }
-func (e *retryAfterError) Unwrap() error { return e.err }
-
-// RetryAfter marks err as retryable no sooner than d from now.
-func RetryAfter(d time.Duration, err error) error { return &retryAfterError{after: d, err: err} }
-
-// RetryAfterOf returns the wait RetryAfter attached to err, 0 when none.
-func RetryAfterOf(err error) time.Duration {
-	var r *retryAfterError
-	if errors.As(err, &r) {
-		return r.after
-	}
-	return 0
-}
 
 // StatusError is a non-2xx answer from a receiver.
 type StatusError struct {
@@ -64,12 +28,12 @@ func classify(code int, header http.Header, now time.Time) error {
 		err := error(&StatusError{Code: code})
 		if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
 			if d, ok := parseRetryAfter(header.Get("Retry-After"), now); ok {
-				err = RetryAfter(d, err)
+				err = dispatch.RetryAfter(d, err)
 			}
 		}
 		return err
 	default:
-		return Permanent(&StatusError{Code: code})
+		return dispatch.Permanent(&StatusError{Code: code})
 	}
 }
 

@@ -1,4 +1,4 @@
-package router_test
+package webhook_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/router"
+	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/webhook"
 )
 
 func TestIsPublicAddr(t *testing.T) {
@@ -50,7 +52,7 @@ func TestIsPublicAddr(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.addr, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tt.public, router.IsPublicAddr(netip.MustParseAddr(tt.addr)))
+			require.Equal(t, tt.public, webhook.IsPublicAddr(netip.MustParseAddr(tt.addr)))
 		})
 	}
 }
@@ -60,9 +62,9 @@ func TestIsPublicAddr(t *testing.T) {
 func TestCheckTargetLiterals(t *testing.T) {
 	t.Parallel()
 	for _, host := range []string{"127.0.0.1", "10.1.1.1", "169.254.169.254", "100.64.3.3", "::1", "::ffff:127.0.0.1", "fe80::1"} {
-		require.ErrorIs(t, router.CheckTarget(t.Context(), net.DefaultResolver, host), router.ErrPrivateTarget, host)
+		require.ErrorIs(t, webhook.CheckTarget(t.Context(), net.DefaultResolver, host), webhook.ErrPrivateTarget, host)
 	}
-	require.NoError(t, router.CheckTarget(t.Context(), net.DefaultResolver, "8.8.8.8"))
+	require.NoError(t, webhook.CheckTarget(t.Context(), net.DefaultResolver, "8.8.8.8"))
 }
 
 // TestCheckTargetResolvesName: a hostname resolving to 127.0.0.1 is refused
@@ -75,7 +77,7 @@ func TestCheckTargetResolvesName(t *testing.T) {
 		var d net.Dialer
 		return d.DialContext(ctx, "udp", dns)
 	}}
-	require.ErrorIs(t, router.CheckTarget(t.Context(), resolver, "evil.example.com"), router.ErrPrivateTarget)
+	require.ErrorIs(t, webhook.CheckTarget(t.Context(), resolver, "evil.example.com"), webhook.ErrPrivateTarget)
 }
 
 // TestDialerRefusesPrivateAtConnect: with the guard on, the dialer refuses
@@ -89,7 +91,7 @@ func TestDialerRefusesPrivateAtConnect(t *testing.T) {
 	t.Cleanup(srv.Close)
 	_, port, err := net.SplitHostPort(srv.Listener.Addr().String())
 	require.NoError(t, err)
-	dial := router.NewDialContext(false, 2*time.Second)
+	dial := webhook.NewDialContext(false, 2*time.Second)
 	for _, host := range []string{"127.0.0.1", "localhost", "[::1]", "[::ffff:127.0.0.1]", "10.255.255.1", "169.254.169.254", "100.64.0.1"} {
 		t.Run(host, func(t *testing.T) {
 			t.Parallel()
@@ -100,11 +102,11 @@ func TestDialerRefusesPrivateAtConnect(t *testing.T) {
 			if conn != nil {
 				_ = conn.Close()
 			}
-			require.ErrorIs(t, err, router.ErrPrivateTarget)
+			require.ErrorIs(t, err, webhook.ErrPrivateTarget)
 		})
 	}
 	// The same dialer with the allow option reaches the server.
-	conn, err := router.NewDialContext(true, 2*time.Second)(t.Context(), "tcp", "127.0.0.1:"+port)
+	conn, err := webhook.NewDialContext(true, 2*time.Second)(t.Context(), "tcp", "127.0.0.1:"+port)
 	require.NoError(t, err)
 	require.NoError(t, conn.Close())
 }
@@ -118,18 +120,16 @@ func TestMediatorRefusesPrivateTarget(t *testing.T) {
 		hit <- struct{}{}
 	}))
 	t.Cleanup(srv.Close)
-	med := router.NewMediator(router.MediatorConfig{UserAgent: "hooklane/test"})
+	med := webhook.New(webhook.Config{UserAgent: "hooklane/test"})
 	t.Cleanup(med.Close)
 	for _, target := range []string{srv.URL, strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)} {
-		key, err := router.SecretKey(router.NewSecret())
-		require.NoError(t, err)
 		res := med.Deliver(t.Context(), &router.Delivery{
-			Job:     &dispatch.Job{ID: "01JOB", Kind: dispatch.KindTask, TargetURL: target, TimeoutSeconds: 2, Payload: []byte(`{}`)},
-			Keys:    [][]byte{key},
+			Job: &dispatch.Job{ID: "01JOB", Kind: dispatch.KindTask, TargetURL: target, TimeoutSeconds: 2,
+				Payload: []byte(`{}`), Secret: subscription.NewSecret()},
 			Attempt: 1,
 		})
-		require.ErrorIs(t, res.Err, router.ErrPrivateTarget, target)
-		require.True(t, router.IsPermanent(res.Err))
+		require.ErrorIs(t, res.Err, webhook.ErrPrivateTarget, target)
+		require.True(t, dispatch.IsPermanent(res.Err))
 	}
 	require.Empty(t, hit)
 }

@@ -1,4 +1,4 @@
-package router
+package webhook
 
 import (
 	"bytes"
@@ -15,12 +15,12 @@ import (
 
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/eventlog"
-	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/router"
+	"github.com/hooklane/hooklane/subscription"
 )
 
-// MediatorConfig configures a Mediator.
-type MediatorConfig struct {
+// Config configures a Transport.
+type Config struct {
 	// AllowPrivateTargets lets deliveries reach loopback and private
 	// addresses. Default false: development and tests only.
 	AllowPrivateTargets bool
@@ -31,16 +31,20 @@ type MediatorConfig struct {
 	NowFunc             func() time.Time
 }
 
-// Mediator performs the HTTP side of one delivery: it renders the request,
-// signs it, sends it and classifies the answer.
-type Mediator struct {
-	cfg    MediatorConfig
+// Transport delivers jobs as signed HTTP webhooks (API.md §6): it renders
+// the request (the structured CloudEvent, or the data alone with ce-*
+// headers), signs it with Standard Webhooks headers, sends it over an
+// SSRF-safe dialer without following redirects, and classifies the answer
+// into a transport-neutral dispatch.Outcome. It implements
+// router.Transport.
+type Transport struct {
+	cfg    Config
 	client *http.Client
 }
 
-// NewMediator returns a Mediator with its own HTTP client: no redirects
-// followed, SSRF-safe dialing unless AllowPrivateTargets.
-func NewMediator(cfg MediatorConfig) *Mediator {
+// New returns a Transport with its own HTTP client: no redirects followed,
+// SSRF-safe dialing unless AllowPrivateTargets.
+func New(cfg Config) *Transport {
 	if cfg.NowFunc == nil {
 		cfg.NowFunc = time.Now
 	}
@@ -57,7 +61,7 @@ func NewMediator(cfg MediatorConfig) *Mediator {
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	return &Mediator{cfg: cfg, client: &http.Client{
+	return &Transport{cfg: cfg, client: &http.Client{
 		Transport: tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
@@ -66,63 +70,80 @@ func NewMediator(cfg MediatorConfig) *Mediator {
 }
 
 // Close releases idle connections.
-func (m *Mediator) Close() { m.client.CloseIdleConnections() }
+func (t *Transport) Close() { t.client.CloseIdleConnections() }
 
-// Delivery is one attempt to deliver a job.
-type Delivery struct {
-	Job *dispatch.Job
-	// Event is the job's event; nil for a TASK job.
-	Event *eventlog.Event
-	// Keys are the HMAC keys to sign with, newest first.
-	Keys [][]byte
-	// Attempt is the attempt number (1-based).
-	Attempt int
-}
-
-// Result is what happened on one attempt.
-type Result struct {
-	StatusCode   int
-	Duration     time.Duration
-	ResponseBody string
-	// Err is nil on success; see Permanent and RetryAfter.
-	Err error
-}
-
-// Deliver sends one attempt and returns its result. It never returns an
-// error of its own: every failure is in Result.Err.
-func (m *Mediator) Deliver(ctx context.Context, d *Delivery) Result {
-	req, err := m.Request(ctx, d)
+// Deliver sends one attempt and returns its outcome. Every failure is in
+// the outcome: a job that cannot be signed or rendered is a permanent
+// failure with nothing sent.
+func (t *Transport) Deliver(ctx context.Context, d *router.Delivery) dispatch.Outcome {
+	req, err := t.Request(ctx, d)
 	if err != nil {
-		return Result{Err: Permanent(err)}
+		return dispatch.Outcome{Err: dispatch.Permanent(err)}
 	}
 	timeout := time.Duration(max(d.Job.TimeoutSeconds, 1)) * time.Second
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req = req.WithContext(ctx)
-	start := m.cfg.NowFunc()
-	resp, err := m.client.Do(req)
+	start := t.cfg.NowFunc()
+	resp, err := t.client.Do(req)
 	if err != nil {
-		res := Result{Duration: m.cfg.NowFunc().Sub(start), Err: fmt.Errorf("send: %w", err)}
+		err = fmt.Errorf("send: %w", err)
 		if errors.Is(err, ErrPrivateTarget) {
-			res.Err = Permanent(res.Err)
+			err = dispatch.Permanent(err)
 		}
-		return res
+		return attempt(start, t.cfg.NowFunc(), 0, "", err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, dispatch.ResponseBodyLimit))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // drain a little to reuse the connection
-	now := m.cfg.NowFunc()
-	return Result{
-		StatusCode:   resp.StatusCode,
-		Duration:     now.Sub(start),
-		ResponseBody: string(body),
-		Err:          classify(resp.StatusCode, resp.Header, now),
+	now := t.cfg.NowFunc()
+	return attempt(start, now, resp.StatusCode, string(body), classify(resp.StatusCode, resp.Header, now))
+}
+
+// attempt is the outcome of a request sent at start and ended at end.
+func attempt(start, end time.Time, code int, body string, err error) dispatch.Outcome {
+	return dispatch.Outcome{
+		Attempted: true,
+		Err:       err,
+		Attempt: dispatch.Attempt{
+			StartedAt: start, DurationMs: end.Sub(start).Milliseconds(), StatusCode: code, ResponseBody: body,
+		},
 	}
 }
 
+// keys returns the HMAC keys a delivery is signed with, newest first: the
+// subscription's unexpired secrets, or a TASK job's own.
+func (t *Transport) keys(d *router.Delivery) ([][]byte, error) {
+	if d.Subscription == nil {
+		key, err := subscription.SecretKey(d.Job.Secret)
+		if err != nil {
+			return nil, fmt.Errorf("task job secret: %w", err)
+		}
+		return [][]byte{key}, nil
+	}
+	now := t.cfg.NowFunc()
+	var keys [][]byte
+	for _, s := range d.Subscription.Secrets {
+		if s.ExpiresAt != nil && !s.ExpiresAt.After(now) {
+			continue
+		}
+		if key, err := subscription.SecretKey(s.Value); err == nil {
+			keys = append(keys, key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("subscription has no valid signing secret")
+	}
+	return keys, nil
+}
+
 // Request renders the signed HTTP request of a delivery (API.md §6).
-func (m *Mediator) Request(ctx context.Context, d *Delivery) (*http.Request, error) {
+func (t *Transport) Request(ctx context.Context, d *router.Delivery) (*http.Request, error) {
 	j := d.Job
+	keys, err := t.keys(d)
+	if err != nil {
+		return nil, err
+	}
 	body, header, err := renderBody(d)
 	if err != nil {
 		return nil, err
@@ -135,15 +156,15 @@ func (m *Mediator) Request(ctx context.Context, d *Delivery) (*http.Request, err
 		req.Header.Set(k, j.Headers[k])
 	}
 	maps.Copy(req.Header, header)
-	ts := m.cfg.NowFunc()
+	ts := t.cfg.NowFunc()
 	req.Header.Set("webhook-id", j.ID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts.Unix(), 10))
-	req.Header.Set("webhook-signature", Sign(d.Keys, j.ID, ts, body))
+	req.Header.Set("webhook-signature", Sign(keys, j.ID, ts, body))
 	req.Header.Set("hooklane-attempt", strconv.Itoa(d.Attempt))
 	if j.Subscription != "" {
 		req.Header.Set("hooklane-subscription", j.Subscription)
 	}
-	req.Header.Set("User-Agent", m.cfg.UserAgent)
+	req.Header.Set("User-Agent", t.cfg.UserAgent)
 	if d.Event != nil {
 		for _, name := range []string{cloudevent.ExtTraceParent, cloudevent.ExtTraceState} {
 			if v := d.Event.Event.Ext(name); v != "" {
@@ -154,8 +175,12 @@ func (m *Mediator) Request(ctx context.Context, d *Delivery) (*http.Request, err
 	return req, nil
 }
 
+// contentTypeStructured is the content type of a structured-mode
+// CloudEvent body.
+const contentTypeStructured = "application/cloudevents+json"
+
 // renderBody returns the body and content headers of a delivery.
-func renderBody(d *Delivery) ([]byte, http.Header, error) {
+func renderBody(d *router.Delivery) ([]byte, http.Header, error) {
 	h := http.Header{}
 	if d.Event == nil {
 		h.Set("Content-Type", "application/json")
@@ -171,7 +196,7 @@ func renderBody(d *Delivery) ([]byte, http.Header, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("encode event: %w", err)
 		}
-		h.Set("Content-Type", ingest.ContentTypeStructured)
+		h.Set("Content-Type", contentTypeStructured)
 		return body, h, nil
 	}
 	// Binary mode: the data alone, the attributes as ce-* headers.

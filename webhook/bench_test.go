@@ -1,4 +1,4 @@
-package router_test
+package webhook_test
 
 import (
 	"context"
@@ -7,17 +7,19 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/router"
+	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/webhook"
 )
 
 // BenchmarkSign measures the webhook signature (HMAC-SHA256, Standard
 // Webhooks) of a 256-byte and a 4 KiB body, with one key and with two
 // (during a secret rotation).
 func BenchmarkSign(b *testing.B) {
-	key1, err := router.SecretKey(router.NewSecret())
+	key1, err := subscription.SecretKey(subscription.NewSecret())
 	if err != nil {
 		b.Fatal(err)
 	}
-	key2, err := router.SecretKey(router.NewSecret())
+	key2, err := subscription.SecretKey(subscription.NewSecret())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -36,7 +38,7 @@ func BenchmarkSign(b *testing.B) {
 			b.SetBytes(int64(tc.body))
 			b.ReportAllocs()
 			for b.Loop() {
-				if sig := router.Sign(tc.keys, "01JDBENCHJOB", ts, body); !strings.HasPrefix(sig, "v1,") {
+				if sig := webhook.Sign(tc.keys, "01JDBENCHJOB", ts, body); !strings.HasPrefix(sig, "v1,") {
 					b.Fatal(sig)
 				}
 			}
@@ -44,16 +46,15 @@ func BenchmarkSign(b *testing.B) {
 	}
 }
 
-// BenchmarkMediatorRequest measures rendering one signed delivery request
+// BenchmarkRequest measures rendering one signed delivery request
 // (body, headers, signature) of a structured event, no network.
-func BenchmarkMediatorRequest(b *testing.B) {
-	m := router.NewMediator(router.MediatorConfig{AllowPrivateTargets: true, UserAgent: "hooklane/bench"})
+func BenchmarkRequest(b *testing.B) {
+	m := webhook.New(webhook.Config{AllowPrivateTargets: true, UserAgent: "hooklane/bench"})
 	defer m.Close()
-	key, err := router.SecretKey(router.NewSecret())
-	if err != nil {
-		b.Fatal(err)
+	d := &router.Delivery{
+		Job: eventJob(), Event: storedEvent(), Attempt: 1,
+		Subscription: &subscription.Subscription{Secrets: []subscription.Secret{{Value: subscription.NewSecret()}}},
 	}
-	d := &router.Delivery{Job: eventJob(), Event: storedEvent(), Keys: [][]byte{key}, Attempt: 1}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

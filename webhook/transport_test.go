@@ -1,4 +1,4 @@
-package router_test
+package webhook_test
 
 import (
 	"encoding/json"
@@ -14,8 +14,9 @@ import (
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/eventlog"
-	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/router"
+	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/webhook"
 )
 
 func storedEvent() *eventlog.Event {
@@ -50,21 +51,18 @@ func requestBody(t *testing.T, r *http.Request) []byte {
 // signature per secret, each verified by the Standard Webhooks library.
 func TestRequestStructuredSignedWithRotation(t *testing.T) {
 	t.Parallel()
-	oldSecret, newSecret := router.NewSecret(), router.NewSecret()
-	oldKey, err := router.SecretKey(oldSecret)
-	require.NoError(t, err)
-	newKey, err := router.SecretKey(newSecret)
-	require.NoError(t, err)
-	med := router.NewMediator(router.MediatorConfig{UserAgent: "hooklane/1.2.3"})
+	oldSecret, newSecret := subscription.NewSecret(), subscription.NewSecret()
+	med := webhook.New(webhook.Config{UserAgent: "hooklane/1.2.3"})
 	t.Cleanup(med.Close)
 	req, err := med.Request(t.Context(), &router.Delivery{
-		Job: eventJob(), Event: storedEvent(), Keys: [][]byte{newKey, oldKey}, Attempt: 3,
+		Job: eventJob(), Event: storedEvent(), Attempt: 3,
+		Subscription: &subscription.Subscription{Secrets: []subscription.Secret{{Value: newSecret}, {Value: oldSecret}}},
 	})
 	require.NoError(t, err)
 	body := requestBody(t, req)
 
 	require.Equal(t, http.MethodPost, req.Method)
-	require.Equal(t, ingest.ContentTypeStructured, req.Header.Get("Content-Type"))
+	require.Equal(t, "application/cloudevents+json", req.Header.Get("Content-Type"))
 	require.Equal(t, "01JOBID", req.Header.Get("webhook-id"))
 	require.NotEmpty(t, req.Header.Get("webhook-timestamp"))
 	require.Equal(t, "3", req.Header.Get("hooklane-attempt"))
@@ -86,7 +84,7 @@ func TestRequestStructuredSignedWithRotation(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, wh.Verify(body, req.Header), "signature for one of the rotation's secrets")
 	}
-	other, err := standardwebhooks.NewWebhook(router.NewSecret())
+	other, err := standardwebhooks.NewWebhook(subscription.NewSecret())
 	require.NoError(t, err)
 	require.Error(t, other.Verify(body, req.Header), "an unrelated secret must not verify")
 }
@@ -95,14 +93,15 @@ func TestRequestStructuredSignedWithRotation(t *testing.T) {
 // and the attributes as ce-* headers (CloudEvents binary mode).
 func TestRequestDataOnly(t *testing.T) {
 	t.Parallel()
-	med := router.NewMediator(router.MediatorConfig{UserAgent: "hooklane/test"})
+	med := webhook.New(webhook.Config{UserAgent: "hooklane/test"})
 	t.Cleanup(med.Close)
 	j := eventJob()
 	j.DataOnly = true
-	secret := router.NewSecret()
-	key, err := router.SecretKey(secret)
-	require.NoError(t, err)
-	req, err := med.Request(t.Context(), &router.Delivery{Job: j, Event: storedEvent(), Keys: [][]byte{key}, Attempt: 1})
+	secret := subscription.NewSecret()
+	req, err := med.Request(t.Context(), &router.Delivery{
+		Job: j, Event: storedEvent(), Attempt: 1,
+		Subscription: &subscription.Subscription{Secrets: []subscription.Secret{{Value: secret}}},
+	})
 	require.NoError(t, err)
 	body := requestBody(t, req)
 	require.JSONEq(t, `{"total":12}`, string(body))
@@ -122,13 +121,11 @@ func TestRequestDataOnly(t *testing.T) {
 // secret; no subscription header.
 func TestRequestTask(t *testing.T) {
 	t.Parallel()
-	med := router.NewMediator(router.MediatorConfig{UserAgent: "hooklane/test"})
+	med := webhook.New(webhook.Config{UserAgent: "hooklane/test"})
 	t.Cleanup(med.Close)
-	secret := router.NewSecret()
-	key, err := router.SecretKey(secret)
-	require.NoError(t, err)
-	j := &dispatch.Job{ID: "01TASK", Kind: dispatch.KindTask, TargetURL: "http://x.example/", Payload: []byte(`{"a":[1,2]}`)}
-	req, err := med.Request(t.Context(), &router.Delivery{Job: j, Keys: [][]byte{key}, Attempt: 1})
+	secret := subscription.NewSecret()
+	j := &dispatch.Job{ID: "01TASK", Kind: dispatch.KindTask, TargetURL: "http://x.example/", Payload: []byte(`{"a":[1,2]}`), Secret: secret}
+	req, err := med.Request(t.Context(), &router.Delivery{Job: j, Attempt: 1})
 	require.NoError(t, err)
 	body := requestBody(t, req)
 	require.JSONEq(t, `{"a":[1,2]}`, string(body))
