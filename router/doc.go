@@ -1,5 +1,8 @@
 // Package router consumes the dispatch queue and delivers jobs to their
-// targets: the part of the gateway that talks to receivers (API.md §4–§6).
+// destinations through a Transport (API.md §4–§6). It moves jobs only
+// through the lifecycle verbs of package dispatch; the signed HTTP webhook
+// is one Transport (package webhook), and a new destination type is
+// another package implementing it, wired in cmd/hooklane.
 //
 // # Pipeline
 //
@@ -10,20 +13,20 @@
 //
 //  1. load the job; anything not QUEUED (done, cancelled, moved by a
 //     poller) just has its message deleted;
-//  2. EVENT jobs: load the subscription (gone → CANCELLED; paused → parked)
-//     and the event, and collect the signing keys (every unexpired secret,
-//     so a rotation signs twice);
-//  3. apply the ordering rules of the job's mode (see Ordering);
-//  4. check the max age (ERROR without an attempt when passed);
-//  5. take a share of the job's pool in this router (see Pools) or put the
+//  2. EVENT jobs: load the subscription (gone → Lifecycle.Cancel; paused →
+//     Lifecycle.ParkPaused) and the event;
+//  3. apply the order gate of the job's mode (Lifecycle.HoldForOrder, see
+//     Ordering);
+//  4. take a share of the job's pool in this router (see Pools) or put the
 //     message back for a second;
-//  6. claim the job QUEUED → IN_PROGRESS under a lease (version-checked:
-//     of two routers holding the same message, one wins);
-//  7. wait for a pool slot and a rate token;
-//  8. deliver through the Mediator (render, sign, POST, classify);
-//  9. record the attempt and move the job on (COMPLETED, PENDING with a
-//     backoff, or ERROR), release the next held job of a BLOCK_ON_ERROR
-//     group, and delete the message.
+//  5. Lifecycle.Claim: QUEUED → IN_PROGRESS under a lease (version-checked:
+//     of two routers holding the same message, one wins; a job past its max
+//     age goes to ERROR instead);
+//  6. wait for a pool slot and a rate token;
+//  7. deliver through the Transport, which returns a dispatch.Outcome;
+//  8. Lifecycle.RecordOutcome: the attempt is recorded and the job moves on
+//     (COMPLETED, PENDING with a backoff, or ERROR; the next held job of a
+//     BLOCK_ON_ERROR group is released), and the message is deleted.
 //
 // # Guarantees
 //
@@ -54,9 +57,9 @@
 //     with a lower OrderKey that are unfinished (PENDING, QUEUED,
 //     IN_PROGRESS, ERROR). If there is one, the job is parked PENDING with
 //     BlockedBy = that job's id, a dispatch.blocked status event, and a far
-//     NextAttemptAt (Config.BlockedRecheck, a slow safety poll — never a
-//     busy loop). When a job of the group completes or is cancelled (by the
-//     router or the API), dispatch.Releaser.ReleaseGroup queues the leading
+//     NextAttemptAt (dispatch.LifecycleConfig.BlockedRecheck, a slow safety
+//     poll — never a busy loop). When a job of the group completes or is
+//     cancelled (by the router or the API), Lifecycle.ReleaseGroup queues the leading
 //     run of parked jobs at the group's head (the queue then hands them out
 //     one by one, each checked again before its claim); after parking, the
 //     router runs
@@ -65,7 +68,8 @@
 //     BlockedBy = dispatch.BlockedByPaused and released by
 //     ReleaseSubscription when it is resumed.
 //   - In both modes, an earlier job that holds a later one back while it is
-//     QUEUED, never attempted and unchanged for Config.LostHeadAfter is
+//     QUEUED, never attempted and unchanged for
+//     dispatch.LifecycleConfig.LostHeadAfter is
 //     taken as lost (its sender died between the store write and the send)
 //     and sent again (resendLostHead), so the group does not wait for the
 //     stale-queued rescuer.
@@ -84,15 +88,13 @@
 //
 // # Outcomes
 //
-// A 2xx within timeoutSeconds is success. Network errors, timeouts, 408,
-// 425, 429 and 5xx are retried after Retry.Backoff: a random wait in
-// [d/2, d], d = min(maxBackoff, initial × 2^(n−1)), raised to a 429/503
-// Retry-After (seconds or HTTP date), capped by maxBackoff. Retries stop
-// at maxAttempts or when the next attempt would start after maxAgeSeconds
-// from creation (or from the latest operator retry) → ERROR. Redirects are
-// not followed and end the job in ERROR like any other 4xx, as does a
-// target refused by the SSRF guard (dialer.go: loopback, private,
-// link-local, CGNAT, multicast, unspecified and reserved addresses, checked
-// on the resolved IP at connect time). Each attempt records its status
-// code, duration, error and the first 1 KiB of the response body.
+// A Transport reports success, a retryable failure (with an optional
+// minimum wait, dispatch.RetryAfter), or a permanent one (dispatch.Permanent);
+// the one retry decision of package dispatch takes it from there. For the
+// webhook transport: a 2xx within timeoutSeconds is success; network
+// errors, timeouts, 408, 425, 429 and 5xx are retryable (a 429/503
+// Retry-After raises the wait); redirects are not followed and end the job
+// in ERROR like any other 4xx, as does a target refused by the SSRF guard
+// (checked on the resolved IP at connect time). Each attempt records its
+// status code, duration, error and the first 1 KiB of the response body.
 package router

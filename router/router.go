@@ -32,33 +32,6 @@ const (
 	PoolBusyDelayDefault = time.Second
 )
 
-// Transport delivers one attempt of a job to its destination and says what
-// came of it. The signed HTTP webhook (package webhook) is one; a new
-// destination type (a queue, a stream) is another package implementing it.
-// Deliver must honour ctx and the job's timeout, and report every failure
-// in the outcome (it has no error of its own): a failure no retry can fix
-// marked with dispatch.Permanent, a destination's minimum wait with
-// dispatch.RetryAfter, nothing sent at all with Attempted false. It is
-// called concurrently.
-type Transport interface {
-	Deliver(ctx context.Context, d *Delivery) dispatch.Outcome
-}
-
-// Delivery is one attempt to deliver a job, with what the router loaded
-// for it.
-type Delivery struct {
-	// Job is the claimed job; its TargetURL and Headers are the
-	// subscription's current ones.
-	Job *dispatch.Job
-	// Event is the job's event; nil for a TASK job.
-	Event *eventlog.Event
-	// Subscription is the job's subscription as it is now; nil for a TASK
-	// job.
-	Subscription *subscription.Subscription
-	// Attempt is the attempt number (1-based).
-	Attempt int
-}
-
 // Store is what the router reads of the store. It never writes a job: the
 // lifecycle verbs do.
 type Store interface {
