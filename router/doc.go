@@ -80,9 +80,13 @@
 // at most Concurrency requests in flight and a token bucket of
 // RatePerSecond with Burst (golang.org/x/time/rate). Pools are separate
 // budgets, and one pool may hold (running or waiting for a slot) at most
-// min(2 × its concurrency, 3/4 of MaxInFlight) of a router's capacity;
-// past that its messages go back to the queue for Config.PoolBusyDelay, so
-// a slow or stuck target never starves other pools. A PATCHed pool is
+// 3/4 of MaxInFlight of a router's capacity, so a slow or stuck target
+// never starves other pools; within that share, work waits here for the
+// pool's slots, so a slot that frees never waits on the queue. Past it,
+// messages go back to the queue until the pool is expected to have room:
+// about half the time its held work takes to drain at its recent delivery
+// time, concurrency and rate (Pool.DrainEstimate), at most
+// Config.PoolBusyDelay — never a fixed sleep that leaves slots idle. A PATCHed pool is
 // replaced on Pools.Invalidate: deliveries in flight finish under the old
 // budget, new ones use the new one.
 //

@@ -51,6 +51,8 @@ type gwOptions struct {
 	blockedRecheck  time.Duration
 	pendingInterval time.Duration
 	noRouter        bool
+	// poolBusyDelay is the router's PoolBusyDelay; 0 is 50 ms.
+	poolBusyDelay time.Duration
 }
 
 func newGW(t *testing.T, o gwOptions) *gw {
@@ -76,7 +78,7 @@ func newGW(t *testing.T, o gwOptions) *gw {
 	g.rt = router.New(router.Config{
 		Queue: q, Store: st, Lifecycle: jobs, Pools: g.pools, Transport: med, WorkerID: "test:1",
 		MaxInFlight: o.maxInFlight, ReceiveWait: 200 * time.Millisecond,
-		PoolBusyDelay: 50 * time.Millisecond, Logger: logger,
+		PoolBusyDelay: cmpDur(o.poolBusyDelay, 50*time.Millisecond), Logger: logger,
 	})
 	pending := pollers.NewPending(pollers.PendingConfig{
 		Jobs: jobs, Interval: cmpDur(o.pendingInterval, 50*time.Millisecond), Logger: logger,

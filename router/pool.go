@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -22,6 +23,50 @@ type Pool struct {
 	// held counts the deliveries of this router that run in the pool or
 	// wait for its slot.
 	held atomic.Int64
+	// avgDelivery is a moving average of the pool's delivery durations in
+	// nanoseconds (0 until the first one ended).
+	avgDelivery atomic.Int64
+	// firstStart is when the pool's first delivery got its slot (unix
+	// nanoseconds; 0 before): until one ended, the time since then stands
+	// in for the delivery time.
+	firstStart atomic.Int64
+}
+
+// observe adds one delivery's duration to the moving average (weight 1/8).
+// Concurrent updates may lose one another's sample: an estimate.
+func (p *Pool) observe(d time.Duration) {
+	old := p.avgDelivery.Load()
+	if old == 0 {
+		p.avgDelivery.Store(int64(d))
+		return
+	}
+	p.avgDelivery.Store(old + (int64(d)-old)/8)
+}
+
+// DrainEstimate is about half the time the deliveries this router holds for
+// the pool (running or waiting for a slot) take to drain at its concurrency, rate and
+// recent delivery time (before the first delivery ended: the time since
+// the first one started), clamped to [lo, hi]. A message the pool cannot hold goes back to the queue for
+// about this long, so it comes back when the pool has room for it instead
+// of after a fixed delay (a fixed second left slots idle while work
+// waited), and the queue is not asked again much sooner than useful.
+func (p *Pool) DrainEstimate(lo, hi time.Duration) time.Duration {
+	held := time.Duration(max(p.held.Load(), 1))
+	avg := time.Duration(p.avgDelivery.Load())
+	if avg == 0 {
+		if first := p.firstStart.Load(); first != 0 {
+			avg = time.Since(time.Unix(0, first))
+		}
+	}
+	// Half the drain time: a message that comes back while the pool is
+	// still full goes back again with a fresh estimate, while one that
+	// comes back late leaves a slot idle.
+	d := avg * held / time.Duration(max(p.def.Concurrency, 1)) / 2
+	if p.limiter != nil {
+		// At most RatePerSecond starts a second: the held ones need that long.
+		d = max(d, time.Duration(float64(held)/float64(p.limiter.Limit())*float64(time.Second)))
+	}
+	return min(max(d, lo), hi)
 }
 
 // TryHold counts one more delivery running in or waiting for the pool when
@@ -58,6 +103,9 @@ func newPool(def dispatch.Pool) *Pool {
 func (p *Pool) Acquire(ctx context.Context) error {
 	select {
 	case p.slots <- struct{}{}:
+		if p.firstStart.Load() == 0 {
+			p.firstStart.CompareAndSwap(0, time.Now().UnixNano())
+		}
 	case <-ctx.Done():
 		return fmt.Errorf("wait for pool %s slot: %w", p.def.Code, ctx.Err())
 	}
@@ -70,8 +118,12 @@ func (p *Pool) Acquire(ctx context.Context) error {
 	return nil
 }
 
-// Release frees the slot taken by Acquire.
-func (p *Pool) Release() { <-p.slots }
+// Release frees the slot taken by Acquire; took is how long the delivery
+// held it (for DrainEstimate).
+func (p *Pool) Release(took time.Duration) {
+	p.observe(took)
+	<-p.slots
+}
 
 // InFlight is how many deliveries hold a slot now.
 func (p *Pool) InFlight() int { return len(p.slots) }

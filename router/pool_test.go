@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/router"
 )
 
 // flightRecorder is a receiver that records when each request arrived and
@@ -198,4 +200,46 @@ func TestDelayedJobWaitsPending(t *testing.T) {
 	g.waitStatus(j.ID, dispatch.StatusCompleted, 20*time.Second)
 	at := <-arrived
 	require.False(t, at.Before(due), "delivered %s before it was due", due.Sub(at))
+}
+
+// TestBusyPoolKeepsItsSlotsBusy fills a narrow pool far past what the
+// router holds for it: the messages it cannot hold go back to the queue,
+// but only for about as long as the work it holds takes to drain, so that
+// no delivery slot stays idle while work waits. Checked on the receiver's
+// arrival log: the largest gap between two consecutive arrivals stays
+// well below the router's PoolBusyDelay (1 s): with the fixed put-back
+// delay of before, every batch the router held was followed by a gap of
+// about that second (400 deliveries took 21 s, not 2). The bound leaves
+// room for a loaded CI machine, where one delivery takes far longer than
+// the receiver's 10 ms.
+func TestBusyPoolKeepsItsSlotsBusy(t *testing.T) {
+	t.Parallel()
+	rec := &flightRecorder{hold: 10 * time.Millisecond}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	g := newGW(t, gwOptions{maxInFlight: 64, poolBusyDelay: router.PoolBusyDelayDefault})
+	p := g.pool("busy", nil, 1, 4)
+	var jobs []*dispatch.Job
+	for range 400 {
+		j := g.taskJob(srv.URL, dispatch.ModeImmediate, "", dispatch.Retry{MaxAttempts: 1})
+		j.DispatchPoolID = p.ID
+		jobs = append(jobs, j)
+	}
+	g.submit(jobs...)
+	g.waitAll(jobs, dispatch.StatusCompleted, 120*time.Second)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	arrivals := slices.Clone(rec.arrivals)
+	slices.SortFunc(arrivals, func(a, b time.Time) int { return a.Compare(b) })
+	var worst time.Duration
+	for i := 1; i < len(arrivals); i++ {
+		if gap := arrivals[i].Sub(arrivals[i-1]); gap > 100*time.Millisecond {
+			t.Logf("gap of %s after arrival %d", gap, i)
+		}
+		worst = max(worst, arrivals[i].Sub(arrivals[i-1]))
+	}
+	t.Logf("400 deliveries through 4 slots in %s, largest gap between arrivals %s, max in flight %d",
+		arrivals[len(arrivals)-1].Sub(arrivals[0]), worst, rec.maxSeen)
+	require.LessOrEqual(t, rec.maxSeen, 4)
+	require.Less(t, worst, 800*time.Millisecond, "a delivery slot stayed idle while work waited")
 }

@@ -27,9 +27,14 @@ const (
 	MaxInFlightDefault = 1024
 	// ReceiveWaitDefault is the long-poll wait of one receive call.
 	ReceiveWaitDefault = 5 * time.Second
-	// PoolBusyDelayDefault is how long a message whose pool has no room
-	// left in this router stays invisible before it is received again.
+	// PoolBusyDelayDefault is the longest a message whose pool has no room
+	// left in this router stays invisible before it is received again; it
+	// comes back sooner when the pool's held work drains sooner (see
+	// Pool.DrainEstimate).
 	PoolBusyDelayDefault = time.Second
+	// poolBusyDelayMin is the shortest such wait: shorter would have routers
+	// ask the queue for messages they still cannot start.
+	poolBusyDelayMin = 20 * time.Millisecond
 )
 
 // Store is what the router reads of the store. It never writes a job: the
@@ -69,8 +74,8 @@ type Config struct {
 	MaxInFlight int
 	// ReceiveWait is the long-poll wait. Default 5 s.
 	ReceiveWait time.Duration
-	// PoolBusyDelay is how long a message is put back when its pool has no
-	// room in this router. Default PoolBusyDelayDefault.
+	// PoolBusyDelay is the longest a message is put back when its pool has
+	// no room in this router. Default PoolBusyDelayDefault.
 	PoolBusyDelay time.Duration
 	// OnAttemptFunc, when set, is called after each recorded attempt (for
 	// metrics and tests).
@@ -307,7 +312,8 @@ const (
 	// drop deletes the message: the job reached a stored state that no
 	// longer needs it.
 	drop
-	// putBack makes the message receivable again after PoolBusyDelay.
+	// putBack makes the message receivable again once its pool is
+	// expected to have room (Pool.DrainEstimate, at most PoolBusyDelay).
 	putBack
 )
 
@@ -318,7 +324,8 @@ const (
 func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) bool {
 	jobID := string(m.Body)
 	log := r.cfg.Logger.With("job_id", jobID)
-	disp, err := r.process(ctx, runCtx, jobID)
+	busyWait := r.cfg.PoolBusyDelay
+	disp, err := r.process(ctx, runCtx, jobID, &busyWait)
 	if err != nil {
 		log.ErrorContext(ctx, "job processing failed", "error", err)
 	}
@@ -331,7 +338,7 @@ func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) bool {
 	case disp == putBack || runCtx.Err() != nil:
 		// Pool full here, or shutting down before the job started: another
 		// receive (maybe another router) takes it.
-		wait := r.cfg.PoolBusyDelay
+		wait := busyWait
 		if runCtx.Err() != nil {
 			wait = 0
 		}
@@ -343,7 +350,7 @@ func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) bool {
 }
 
 // process runs one job and says what to do with its message.
-func (r *Router) process(ctx, runCtx context.Context, jobID string) (disposition, error) {
+func (r *Router) process(ctx, runCtx context.Context, jobID string, busyWait *time.Duration) (disposition, error) {
 	job, err := r.cfg.Store.JobGetByID(ctx, jobID)
 	if errors.Is(err, store.ErrNotFound) {
 		return drop, nil
@@ -373,8 +380,12 @@ func (r *Router) process(ctx, runCtx context.Context, jobID string) (disposition
 		return leave, fmt.Errorf("get pool: %w", err)
 	}
 	// Bound what one pool holds of this router, so a slow pool never takes
-	// the capacity other pools need: past its share the message goes back.
-	if !pool.TryHold(min(2*pool.def.Concurrency, r.poolShare)) {
+	// the capacity other pools need: past its share the message goes back
+	// until the pool is expected to have room. Within its share, a pool
+	// keeps work waiting for its slots here, so a slot that frees never
+	// waits on the queue.
+	if !pool.TryHold(r.poolShare) {
+		*busyWait = pool.DrainEstimate(poolBusyDelayMin, r.cfg.PoolBusyDelay)
 		return putBack, nil
 	}
 	defer pool.Unhold()
@@ -393,8 +404,9 @@ func (r *Router) process(ctx, runCtx context.Context, jobID string) (disposition
 		return drop, nil
 	}
 	d.Attempt = job.AttemptCount
+	started := time.Now()
 	out := r.cfg.Transport.Deliver(ctx, d)
-	pool.Release()
+	pool.Release(time.Since(started))
 	return r.record(ctx, job, out)
 }
 
