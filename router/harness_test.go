@@ -70,13 +70,14 @@ func newGW(t *testing.T, o gwOptions) *gw {
 	def := &dispatch.Pool{ID: ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default", Burst: 1,
 		Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, st.PoolInsert(ctx, def))
+	subs := subscription.NewCache(subscription.CacheConfig{Store: st, RefreshInterval: 50 * time.Millisecond})
 	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: st, Queue: q, NewID: ids.New, BlockedRecheck: o.blockedRecheck, Logger: logger})
 	g := &gw{t: t, st: st, q: q, ids: ids, jobs: jobs, pools: router.NewPools(st), def: def}
 	// The receivers are httptest servers on 127.0.0.1: the SSRF guard is
 	// tested on its own (ssrf_test.go).
 	med := webhook.New(webhook.Config{AllowPrivateTargets: true, UserAgent: "hooklane/test"})
 	g.rt = router.New(router.Config{
-		Queue: q, Store: st, Lifecycle: jobs, Pools: g.pools, Transport: med, WorkerID: "test:1",
+		Queue: q, Store: st, Subscriptions: subs, Lifecycle: jobs, Pools: g.pools, Transport: med, WorkerID: "test:1",
 		MaxInFlight: o.maxInFlight, ReceiveWait: 200 * time.Millisecond,
 		PoolBusyDelay: cmpDur(o.poolBusyDelay, 50*time.Millisecond), Logger: logger,
 	})
@@ -85,6 +86,8 @@ func newGW(t *testing.T, o gwOptions) *gw {
 	})
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = subs.Run(runCtx) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = pending.Run(runCtx) }()
 	if !o.noRouter {
@@ -103,6 +106,7 @@ func newGW(t *testing.T, o gwOptions) *gw {
 	t.Cleanup(func() {
 		g.stop()
 		med.Close()
+		subs.Close()
 		_ = q.Close()
 		_ = st.Close()
 	})

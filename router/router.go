@@ -45,6 +45,14 @@ type Store interface {
 	SubscriptionGetByID(ctx context.Context, id string) (*subscription.Subscription, error)
 }
 
+// Subscriptions gives the router a job's subscription as it is now
+// (*subscription.Cache: from memory, a change on another instance seen
+// within its refresh interval, 1 s by default). The result is shared and
+// must not be modified.
+type Subscriptions interface {
+	Get(ctx context.Context, id string) (*subscription.Subscription, error)
+}
+
 // Lifecycle is what the router needs of the job lifecycle
 // (*dispatch.Lifecycle): the verbs that move a job it received.
 type Lifecycle interface {
@@ -58,11 +66,12 @@ type Lifecycle interface {
 
 // Config configures a Router.
 type Config struct {
-	Queue     queue.Queue
-	Store     Store
-	Lifecycle Lifecycle
-	Pools     *Pools
-	Transport Transport
+	Queue         queue.Queue
+	Store         Store
+	Subscriptions Subscriptions
+	Lifecycle     Lifecycle
+	Pools         *Pools
+	Transport     Transport
 	// WorkerID names this router in attempts ("host:pid").
 	WorkerID string
 	// Lease is added to the delivery timeout to give a claim's length.
@@ -441,7 +450,7 @@ func dropIf(ok bool) disposition {
 // gone, or its event no longer stored); the job was then moved accordingly.
 func (r *Router) prepareEventJob(ctx context.Context, d *Delivery) (proceed bool, err error) {
 	job := d.Job
-	sub, err := r.cfg.Store.SubscriptionGetByID(ctx, job.SubscriptionID)
+	sub, err := r.cfg.Subscriptions.Get(ctx, job.SubscriptionID)
 	if errors.Is(err, store.ErrNotFound) {
 		if _, err := r.cfg.Lifecycle.Cancel(ctx, job.ID, "subscription deleted"); err != nil &&
 			!errors.Is(err, dispatch.ErrInvalidTransition) && !errors.Is(err, store.ErrNotFound) {
@@ -453,7 +462,15 @@ func (r *Router) prepareEventJob(ctx context.Context, d *Delivery) (proceed bool
 		return false, fmt.Errorf("get subscription %s: %w", job.SubscriptionID, err)
 	}
 	if sub.Status == subscription.StatusPaused {
-		return false, r.cfg.Lifecycle.ParkPaused(ctx, job)
+		// The cached subscription may be up to a refresh old, and a resume
+		// on another instance releases the parked jobs at once: confirm
+		// with the store before parking for the (long) safety poll.
+		if sub, err = r.cfg.Store.SubscriptionGetByID(ctx, job.SubscriptionID); err != nil {
+			return false, fmt.Errorf("get subscription %s: %w", job.SubscriptionID, err)
+		}
+		if sub.Status == subscription.StatusPaused {
+			return false, r.cfg.Lifecycle.ParkPaused(ctx, job)
+		}
 	}
 	ev, err := r.cfg.Store.EventGetByID(ctx, job.EventID)
 	if errors.Is(err, store.ErrNotFound) {

@@ -37,6 +37,9 @@ type CacheStore interface {
 	// SubscriptionGeneration returns a number that grows on every change
 	// to any subscription.
 	SubscriptionGeneration(ctx context.Context) (int64, error)
+	// SubscriptionGetByID returns one subscription (store.ErrNotFound when
+	// there is none).
+	SubscriptionGetByID(ctx context.Context, id string) (*Subscription, error)
 }
 
 // CacheConfig configures a Cache.
@@ -172,6 +175,28 @@ func (c *Cache) Index(ctx context.Context) (*Index, error) {
 		return nil, err
 	}
 	return snap.index, nil
+}
+
+// Get returns the subscription with id as the current index holds it — on
+// the delivery path, without a store read — or, when the index does not
+// hold it (created on another instance since the last refresh, or deleted),
+// as the store holds it. The result reflects every change made on this
+// instance before the last Invalidate and, for changes made on other
+// instances, is at most RefreshInterval old (while Run runs). It is shared:
+// callers must not modify it.
+func (c *Cache) Get(ctx context.Context, id string) (*Subscription, error) {
+	snap, err := c.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if sub, ok := snap.index.ByID(id); ok {
+		return sub, nil
+	}
+	sub, err := c.store.SubscriptionGetByID(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("get subscription %s: %w", id, err)
+	}
+	return sub, nil
 }
 
 // Invalidate makes the next Match or Index rebuild from the store. Call it

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hooklane/hooklane/store"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,6 +20,7 @@ type fakeStore struct {
 	gen   int64
 	err   error
 	lists int
+	gets  int
 	// listHookFunc, when set, runs inside SubscriptionListAll after the
 	// list was read.
 	listHookFunc func()
@@ -33,6 +35,18 @@ func (f *fakeStore) SubscriptionListAll(context.Context) ([]*Subscription, error
 		hook()
 	}
 	return out, err
+}
+
+func (f *fakeStore) SubscriptionGetByID(_ context.Context, id string) (*Subscription, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gets++
+	for _, s := range f.subs {
+		if s.ID == id {
+			return s, nil
+		}
+	}
+	return nil, store.ErrNotFound
 }
 
 func (f *fakeStore) SubscriptionGeneration(context.Context) (int64, error) {
@@ -344,4 +358,44 @@ func fmtCodes(subs []*Subscription) string {
 func TestNewCachePanicsWithoutStore(t *testing.T) {
 	t.Parallel()
 	require.Panics(t, func() { NewCache(CacheConfig{}) })
+}
+
+// TestCacheGet: Get serves a subscription from the index without a store
+// read; one the index does not hold yet (made elsewhere since the last
+// refresh) is read from the store, and one that is gone is ErrNotFound; a
+// local change is seen after Invalidate.
+func TestCacheGet(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := &Subscription{ID: "A", Code: "a", Status: StatusActive, EventTypes: []Binding{{EventTypeCode: "x.y"}}}
+	fs := &fakeStore{}
+	fs.set(a)
+	c := NewCache(CacheConfig{Store: fs})
+	t.Cleanup(c.Close)
+
+	got, err := c.Get(ctx, "A")
+	require.NoError(t, err)
+	require.Equal(t, "a", got.Code)
+	got, err = c.Get(ctx, "A")
+	require.NoError(t, err)
+	require.Same(t, a, got)
+	fs.mu.Lock()
+	require.Zero(t, fs.gets, "an indexed subscription needs no store read")
+	fs.mu.Unlock()
+
+	b := &Subscription{ID: "B", Code: "b", Status: StatusActive, EventTypes: []Binding{{EventTypeCode: "x.y"}}}
+	fs.set(a, b) // another instance's change, not yet refreshed here
+	got, err = c.Get(ctx, "B")
+	require.NoError(t, err)
+	require.Equal(t, "b", got.Code)
+	_, err = c.Get(ctx, "C")
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	paused := *a
+	paused.Status = StatusPaused
+	fs.set(&paused, b)
+	c.Invalidate()
+	got, err = c.Get(ctx, "A")
+	require.NoError(t, err)
+	require.Equal(t, StatusPaused, got.Status, "a local change is seen after Invalidate")
 }

@@ -192,7 +192,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		hooks := webhook.New(webhook.Config{AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version})
 		defer hooks.Close()
 		rt := router.New(router.Config{
-			Queue: mq, Store: st, Lifecycle: jobs, Pools: pools, Transport: router.Transports{"http": hooks, "https": hooks}, WorkerID: workerID(),
+			Queue: mq, Store: st, Subscriptions: subs, Lifecycle: jobs, Pools: pools, Transport: router.Transports{"http": hooks, "https": hooks}, WorkerID: workerID(),
 			Lease: cfg.Lease, MaxInFlight: cfg.RouterConcurrency, Logger: logger, OnAttemptFunc: m.ObserveAttempt,
 		})
 		g.Go(func() error { return rt.Run(ctx) })
