@@ -100,7 +100,10 @@ type Router struct {
 	// poolShare is the most deliveries (running or waiting for a slot) one
 	// pool may hold of this router's capacity.
 	poolShare int
-	wg        sync.WaitGroup
+	// events caches the stored events the jobs are of; it lives while Run
+	// runs.
+	events *eventCache
+	wg     sync.WaitGroup
 }
 
 // New returns a Router.
@@ -138,6 +141,7 @@ func New(cfg Config) *Router {
 // Jobs whose messages were received but not started are left to the queue's
 // visibility timeout and the pollers.
 func (r *Router) Run(ctx context.Context) error {
+	r.events = newEventCache(r.cfg.Store)
 	var recv sync.WaitGroup
 	for range r.cfg.Receivers {
 		recv.Add(1)
@@ -148,6 +152,7 @@ func (r *Router) Run(ctx context.Context) error {
 	}
 	recv.Wait()
 	r.wg.Wait()
+	r.events.close()
 	return nil
 }
 
@@ -472,7 +477,7 @@ func (r *Router) prepareEventJob(ctx context.Context, d *Delivery) (proceed bool
 			return false, r.cfg.Lifecycle.ParkPaused(ctx, job)
 		}
 	}
-	ev, err := r.cfg.Store.EventGetByID(ctx, job.EventID)
+	ev, err := r.events.get(ctx, job.EventID)
 	if errors.Is(err, store.ErrNotFound) {
 		// Cleanup keeps the events of unfinished jobs, so this is an
 		// operator's retry of a finished job whose event has since passed

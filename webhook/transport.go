@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dgraph-io/ristretto/v2"
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/router"
@@ -40,7 +41,18 @@ type Config struct {
 type Transport struct {
 	cfg    Config
 	client *http.Client
+	// bodies caches the structured body of recent events by event id: an
+	// event is rendered once for all its subscriptions' jobs and their
+	// retries (events are immutable once stored).
+	bodies *ristretto.Cache[string, []byte]
 }
+
+// Sizing of the rendered-body cache, in bytes of body.
+const (
+	bodyCacheMaxBytes = 32 << 20
+	bodyCacheCounters = 100_000
+	bodyCacheBuffer   = 64
+)
 
 // New returns a Transport with its own HTTP client: no redirects followed,
 // SSRF-safe dialing unless AllowPrivateTargets.
@@ -61,7 +73,15 @@ func New(cfg Config) *Transport {
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	return &Transport{cfg: cfg, client: &http.Client{
+	bodies, err := ristretto.NewCache(&ristretto.Config[string, []byte]{
+		NumCounters: bodyCacheCounters, MaxCost: bodyCacheMaxBytes, BufferItems: bodyCacheBuffer,
+		IgnoreInternalCost: true,
+	})
+	if err != nil {
+		// Only an invalid constant configuration makes ristretto fail.
+		panic(fmt.Sprintf("webhook: create body cache: %v", err))
+	}
+	return &Transport{cfg: cfg, bodies: bodies, client: &http.Client{
 		Transport: tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
@@ -69,8 +89,11 @@ func New(cfg Config) *Transport {
 	}}
 }
 
-// Close releases idle connections.
-func (t *Transport) Close() { t.client.CloseIdleConnections() }
+// Close releases idle connections and the body cache.
+func (t *Transport) Close() {
+	t.client.CloseIdleConnections()
+	t.bodies.Close()
+}
 
 // Deliver sends one attempt and returns its outcome. Every failure is in
 // the outcome: a job that cannot be signed or rendered is a permanent
@@ -144,7 +167,7 @@ func (t *Transport) Request(ctx context.Context, d *router.Delivery) (*http.Requ
 	if err != nil {
 		return nil, err
 	}
-	body, header, err := renderBody(d)
+	body, header, err := t.renderBody(d)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +203,7 @@ func (t *Transport) Request(ctx context.Context, d *router.Delivery) (*http.Requ
 const contentTypeStructured = "application/cloudevents+json"
 
 // renderBody returns the body and content headers of a delivery.
-func renderBody(d *router.Delivery) ([]byte, http.Header, error) {
+func (t *Transport) renderBody(d *router.Delivery) ([]byte, http.Header, error) {
 	h := http.Header{}
 	if d.Event == nil {
 		h.Set("Content-Type", "application/json")
@@ -192,11 +215,15 @@ func renderBody(d *router.Delivery) ([]byte, http.Header, error) {
 	}
 	ev := &d.Event.Event
 	if !d.Job.DataOnly {
+		h.Set("Content-Type", contentTypeStructured)
+		if body, ok := t.bodies.Get(d.Event.ID); ok {
+			return body, h, nil
+		}
 		body, err := ev.MarshalJSON()
 		if err != nil {
 			return nil, nil, fmt.Errorf("encode event: %w", err)
 		}
-		h.Set("Content-Type", contentTypeStructured)
+		t.bodies.Set(d.Event.ID, body, int64(len(body)))
 		return body, h, nil
 	}
 	// Binary mode: the data alone, the attributes as ce-* headers.
