@@ -99,6 +99,8 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	engine *gin.Engine
+	// catalog is the event type catalog (API.md §2).
+	catalog *schema.Catalog
 }
 
 // New returns a Server with every route registered.
@@ -120,7 +122,7 @@ func New(cfg Config) *Server {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
-	s := &Server{cfg: cfg, engine: e}
+	s := &Server{cfg: cfg, engine: e, catalog: newCatalog(&cfg)}
 	// Order: the request id first (so every later log line carries it),
 	// then the access log and metrics, then panic recovery, innermost, so a
 	// panic is logged and counted as the 500 it becomes.

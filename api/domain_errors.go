@@ -1,0 +1,33 @@
+package api
+
+import (
+	"errors"
+
+	"github.com/hooklane/hooklane/schema"
+)
+
+// domainProblem maps the typed errors of the domain services the handlers
+// call (schema.Catalog) to the problem the client
+// sees: a rejection is a 422 with its pointers, a conflict a 409, a
+// missing event type or version a 404 naming it. ok is false for any
+// other error.
+func domainProblem(err error) (p *Problem, ok bool) {
+	var (
+		srej  *schema.Rejection
+		sconf *schema.Conflict
+		snf   *schema.NotFoundError
+	)
+	switch {
+	case errors.As(err, &srej):
+		errs := make([]FieldError, len(srej.Violations))
+		for i, v := range srej.Violations {
+			errs[i] = FieldError{Pointer: v.Pointer, Message: v.Message}
+		}
+		return unprocessable(srej.Detail, errs...), true
+	case errors.As(err, &sconf):
+		return conflict(sconf.Detail), true
+	case errors.As(err, &snf):
+		return notFound(snf.What), true
+	}
+	return nil, false
+}
