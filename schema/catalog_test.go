@@ -232,7 +232,10 @@ func TestCatalogNotFound(t *testing.T) {
 		what string
 	}{
 		{"get type", func() error { _, err := b.catalog.Get(ctx, "no.such"); return err }, "event type"},
-		{"update type", func() error { _, err := b.catalog.Update(ctx, "no.such", &schema.EventTypePatch{Name: &name}); return err }, "event type"},
+		{"update type", func() error {
+			_, err := b.catalog.Update(ctx, "no.such", &schema.EventTypePatch{Name: &name})
+			return err
+		}, "event type"},
 		{"delete type", func() error { return b.catalog.Delete(ctx, "no.such") }, "event type"},
 		{"add version to missing type", func() error {
 			_, err := b.catalog.AddVersion(ctx, "no.such", &schema.VersionSpec{Version: "1.0", Schema: json.RawMessage(`{}`)})
