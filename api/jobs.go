@@ -178,14 +178,16 @@ func (s *Server) createTaskJob(c *gin.Context) error {
 	if len(errs) > 0 {
 		return unprocessable("the job is invalid", errs...)
 	}
-	if err := s.checkSubscription(c, probe); err != nil {
-		if p, ok := err.(*Problem); ok { //nolint:errorlint // our own value, not wrapped
-			p.Detail = "the job is invalid"
-			for i := range p.Errors {
-				p.Errors[i].Pointer = strings.Replace(p.Errors[i].Pointer, "/target", "/targetUrl", 1)
-			}
+	if err := s.subscriptions.Check(c.Request.Context(), probe); err != nil {
+		var rej *subscription.Rejection
+		if !errors.As(err, &rej) {
+			return err //nolint:wrapcheck // mapped by h
 		}
-		return err
+		errs := fieldErrors(rej.Errors)
+		for i := range errs {
+			errs[i].Pointer = strings.Replace(errs[i].Pointer, "/target", "/targetUrl", 1)
+		}
+		return unprocessable("the job is invalid", errs...)
 	}
 	secret := subscription.NewSecret()
 	generated := true

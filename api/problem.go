@@ -69,6 +69,9 @@ func toProblem(err error) (*Problem, bool) {
 	if errors.As(err, &p) {
 		return p, false
 	}
+	if dp, ok := domainProblem(err); ok {
+		return dp, false
+	}
 	var ie *ingest.Error
 	if errors.As(err, &ie) {
 		out := newProblem(ie.Status, ie.Detail, ie.Violations...)

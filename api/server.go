@@ -99,6 +99,10 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	engine *gin.Engine
+	// catalog is the event type catalog (API.md §2).
+	catalog *schema.Catalog
+	// subscriptions is the subscription service (API.md §3).
+	subscriptions *subscription.Service
 }
 
 // New returns a Server with every route registered.
@@ -120,7 +124,7 @@ func New(cfg Config) *Server {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
-	s := &Server{cfg: cfg, engine: e}
+	s := &Server{cfg: cfg, engine: e, catalog: newCatalog(&cfg), subscriptions: newSubscriptions(&cfg)}
 	// Order: the request id first (so every later log line carries it),
 	// then the access log and metrics, then panic recovery, innermost, so a
 	// panic is logged and counted as the 500 it becomes.

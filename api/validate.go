@@ -1,16 +1,10 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
-	"github.com/hooklane/hooklane/schema"
 )
 
 // validateData serves POST /api/event-types/{code}/versions/{version}/validate
@@ -26,32 +20,11 @@ func (s *Server) validateData(c *gin.Context) error {
 	if err := decodeJSON(c.Request, &in, adminBodyLimit); err != nil {
 		return err
 	}
-	t, v, err := s.loadVersion(c)
+	// decodeJSON accepted the body as well-formed JSON, so Data is too.
+	v, err := s.catalog.ValidateData(c.Request.Context(), c.Param("code"), c.Param("version"), in.Data)
 	if err != nil {
-		return err
+		return err //nolint:wrapcheck // mapped by h
 	}
-	if len(in.Data) == 0 {
-		return unprocessable("data is required", FieldError{Pointer: "/data", Message: "is required"})
-	}
-	sch, err := schema.Compile(t.Code, v.Version, v.Schema)
-	if err != nil {
-		return fmt.Errorf("compile schema %s %s: %w", t.Code, v.Version, err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(in.Data))
-	if err != nil {
-		return badRequest("data is not well-formed JSON", FieldError{Pointer: "/data", Message: err.Error()})
-	}
-	if err := sch.Validate(inst); err != nil {
-		var ve *jsonschema.ValidationError
-		if !errors.As(err, &ve) {
-			return fmt.Errorf("validate data against %s %s: %w", t.Code, v.Version, err)
-		}
-		var errs []FieldError
-		for _, vio := range schema.Violations(ve) {
-			errs = append(errs, FieldError{Pointer: vio.Pointer, Message: vio.Message})
-		}
-		return unprocessable("the data does not match the schema of "+t.Code+" "+v.Version, errs...)
-	}
-	c.JSON(http.StatusOK, gin.H{"valid": true, "eventType": t.Code, "version": v.Version, "status": v.Status})
+	c.JSON(http.StatusOK, gin.H{"valid": true, "eventType": c.Param("code"), "version": v.Version, "status": v.Status})
 	return nil
 }

@@ -77,8 +77,10 @@ type Resolution struct {
 	Deprecated bool
 }
 
-// Rejection is returned when an event breaks a schema rule; the API
-// answers it with 422. Pointers address the event in structured form.
+// Rejection is input that breaks a rule; the API answers it with 422.
+// For an event (Registry.Validate) pointers address the event in
+// structured form; for a Catalog request they address the request body,
+// and for Catalog.ValidateData the {"data": …} document.
 type Rejection struct {
 	Detail     string
 	Violations []Violation

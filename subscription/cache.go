@@ -199,6 +199,18 @@ func (c *Cache) Get(ctx context.Context, id string) (*Subscription, error) {
 	return sub, nil
 }
 
+// BindsEventType reports, as [Index.BindsEventType] does, whether any
+// subscription binds code exactly or by a pattern, from an index that
+// reflects every change made before the last Invalidate. It is the
+// schema catalog's check before deleting an event type.
+func (c *Cache) BindsEventType(ctx context.Context, code string) (bool, error) {
+	ix, err := c.Index(ctx)
+	if err != nil {
+		return false, err
+	}
+	return ix.BindsEventType(code), nil
+}
+
 // Invalidate makes the next Match or Index rebuild from the store. Call it
 // after storing a change to a subscription.
 func (c *Cache) Invalidate() { c.wanted.Add(1) }

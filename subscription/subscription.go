@@ -1,5 +1,7 @@
-// Package subscription holds subscriptions, the index that matches events
-// against them, and the cache in front of it.
+// Package subscription holds subscriptions, their lifecycle (Service:
+// create, patch, pause, resume, delete with its cascade to the jobs, secret
+// rotation), the index that matches events against them, and the cache in
+// front of it.
 package subscription
 
 import (

@@ -1,0 +1,49 @@
+package api
+
+import (
+	"errors"
+
+	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/subscription"
+)
+
+// domainProblem maps the typed errors of the domain services the handlers
+// call (schema.Catalog, subscription.Service) to the problem the client
+// sees: a rejection is a 422 with its pointers, a conflict a 409, a
+// missing event type or version a 404 naming it. ok is false for any
+// other error.
+func domainProblem(err error) (p *Problem, ok bool) {
+	var (
+		srej  *schema.Rejection
+		sconf *schema.Conflict
+		snf   *schema.NotFoundError
+		rej   *subscription.Rejection
+		conf  *subscription.Conflict
+	)
+	switch {
+	case errors.As(err, &srej):
+		errs := make([]FieldError, len(srej.Violations))
+		for i, v := range srej.Violations {
+			errs[i] = FieldError{Pointer: v.Pointer, Message: v.Message}
+		}
+		return unprocessable(srej.Detail, errs...), true
+	case errors.As(err, &sconf):
+		return conflict(sconf.Detail), true
+	case errors.As(err, &snf):
+		return notFound(snf.What), true
+	case errors.As(err, &rej):
+		return unprocessable(rej.Detail, fieldErrors(rej.Errors)...), true
+	case errors.As(err, &conf):
+		return conflict(conf.Detail), true
+	}
+	return nil, false
+}
+
+// fieldErrors converts a subscription's field errors to the API's.
+func fieldErrors(in []subscription.FieldError) []FieldError {
+	out := make([]FieldError, len(in))
+	for i, e := range in {
+		out[i] = FieldError{Pointer: e.Pointer, Message: e.Message}
+	}
+	return out
+}

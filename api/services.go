@@ -1,0 +1,52 @@
+package api
+
+import (
+	"context"
+	"errors"
+
+	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/webhook"
+)
+
+// newCatalog builds the event type catalog the handlers call from the
+// ports in cfg; nil when a port it needs is missing (a Server built for
+// other routes only, as some tests do: those routes then answer 500).
+func newCatalog(cfg *Config) *schema.Catalog {
+	if cfg.Store == nil || cfg.Subscriptions == nil {
+		return nil
+	}
+	onChange := func() {}
+	if cfg.Registry != nil {
+		onChange = cfg.Registry.Invalidate
+	}
+	return schema.NewCatalog(schema.CatalogConfig{
+		Store: cfg.Store, Bindings: cfg.Subscriptions, ValidateCodeFunc: subscription.ValidateEventTypeCode,
+		OnChangeFunc: onChange, NowFunc: cfg.NowFunc,
+	})
+}
+
+// newSubscriptions builds the subscription service the handlers call from
+// the ports in cfg; nil when a port it needs is missing, as newCatalog.
+func newSubscriptions(cfg *Config) *subscription.Service {
+	if cfg.Store == nil || cfg.Jobs == nil || cfg.IDs == nil {
+		return nil
+	}
+	sc := subscription.ServiceConfig{
+		Store: cfg.Store, Jobs: cfg.Jobs, NewIDFunc: cfg.IDs.New, Logger: cfg.Logger, NowFunc: cfg.NowFunc,
+	}
+	if cfg.Subscriptions != nil {
+		sc.OnChangeFunc = cfg.Subscriptions.Invalidate
+	}
+	if !cfg.AllowPrivateTargets {
+		resolver := cfg.Resolver
+		sc.PublicHostFunc = func(ctx context.Context, host string) (bool, error) {
+			err := webhook.CheckTarget(ctx, resolver, host)
+			if errors.Is(err, webhook.ErrPrivateTarget) {
+				return false, nil
+			}
+			return err == nil, err
+		}
+	}
+	return subscription.NewService(sc)
+}

@@ -1,0 +1,368 @@
+package subscription
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/store"
+)
+
+// SecretOverlap is how long a rotated-out secret keeps signing, so
+// receivers can switch to the new one without losing deliveries.
+const SecretOverlap = 24 * time.Hour
+
+// cancelReason is the reason recorded on the jobs a delete cancels.
+const cancelReason = "subscription deleted"
+
+// ServiceStore is what the Service needs of the store.
+type ServiceStore interface {
+	SubscriptionInsert(ctx context.Context, s *Subscription) error
+	SubscriptionGetByID(ctx context.Context, id string) (*Subscription, error)
+	SubscriptionList(ctx context.Context, p *ListParams) (*Page, error)
+	SubscriptionUpdate(ctx context.Context, s *Subscription) error
+	SubscriptionDelete(ctx context.Context, id string) error
+	PoolGetByID(ctx context.Context, id string) (*dispatch.Pool, error)
+}
+
+// Jobs is the part of the job lifecycle (*dispatch.Lifecycle) that follows
+// a subscription's changes.
+type Jobs interface {
+	// ReleaseSubscription queues the subscription's jobs parked while it
+	// was paused.
+	ReleaseSubscription(ctx context.Context, subscriptionID string) (int, error)
+	// CancelSubscription cancels the subscription's unfinished jobs.
+	CancelSubscription(ctx context.Context, subscriptionID, reason string) (int, error)
+}
+
+// ServiceConfig configures a Service.
+type ServiceConfig struct {
+	// Store holds subscriptions and dispatch pools. Required.
+	Store ServiceStore
+	// Jobs releases and cancels a subscription's jobs. Required.
+	Jobs Jobs
+	// PublicHostFunc reports whether a target host resolves only to public
+	// addresses (false, nil when one is loopback, private or otherwise not
+	// public; an error when it cannot be resolved). In production it wraps
+	// webhook.CheckTarget, which cannot be called directly: webhook
+	// imports this package. Nil skips the check (private targets allowed).
+	PublicHostFunc func(ctx context.Context, host string) (bool, error)
+	// OnChangeFunc is called after every stored change, so this instance's
+	// matching sees it at once (the Cache's Invalidate in production).
+	// Nil calls nothing.
+	OnChangeFunc func()
+	// NewIDFunc returns the id of a new subscription. Required.
+	NewIDFunc func() string
+	// Logger logs what the Service handles itself (a failed release of
+	// parked jobs). Nil discards.
+	Logger *slog.Logger
+	// NowFunc is the clock; nil is time.Now. Timestamps are kept in UTC
+	// to the millisecond.
+	NowFunc func() time.Time
+}
+
+// Service is the lifecycle of subscriptions (API.md §3): create with
+// defaults and validation, patch, pause and resume, delete with its
+// cascade to the subscription's jobs, and secret rotation.
+//
+// Errors: a *Rejection for a subscription or secret that breaks a rule
+// (pointers into the request body), a *Conflict when another subscription
+// of the client has the code, an error wrapping store.ErrNotFound when the
+// subscription does not exist, anything else for store failures. It is
+// safe for concurrent use; two writers of one subscription race and the
+// last write wins, as PATCH semantics allow.
+type Service struct {
+	cfg ServiceConfig
+}
+
+// NewService returns a Service. It panics when a required field is
+// missing: that is a wiring mistake.
+func NewService(cfg ServiceConfig) *Service {
+	if cfg.Store == nil || cfg.Jobs == nil || cfg.NewIDFunc == nil {
+		panic("subscription: NewService needs a Store, Jobs and a NewIDFunc")
+	}
+	if cfg.NowFunc == nil {
+		cfg.NowFunc = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.OnChangeFunc == nil {
+		cfg.OnChangeFunc = func() {}
+	}
+	return &Service{cfg: cfg}
+}
+
+func (s *Service) now() time.Time { return s.cfg.NowFunc().UTC().Truncate(time.Millisecond) }
+
+// Check validates sub as Validate does and checks what the store and the
+// network must confirm: its dispatch pool exists and its target's host is
+// public. Every problem is reported at once, as a *Rejection, except the
+// address check, which runs only on an otherwise valid subscription (it
+// may wait for DNS).
+func (s *Service) Check(ctx context.Context, sub *Subscription) error {
+	errs := sub.Validate()
+	if sub.DispatchPoolID != nil && *sub.DispatchPoolID != "" {
+		_, err := s.cfg.Store.PoolGetByID(ctx, *sub.DispatchPoolID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			errs = append(errs, FieldError{Pointer: "/dispatchPoolId", Message: "no dispatch pool has this id"})
+		case err != nil:
+			return fmt.Errorf("get dispatch pool %s: %w", *sub.DispatchPoolID, err)
+		}
+	}
+	if len(errs) == 0 && sub.Target != "" && s.cfg.PublicHostFunc != nil {
+		if msg := s.checkTarget(ctx, sub.Target); msg != "" {
+			errs = append(errs, FieldError{Pointer: "/target", Message: msg})
+		}
+	}
+	if len(errs) > 0 {
+		return &Rejection{Detail: "the subscription is invalid", Errors: errs}
+	}
+	return nil
+}
+
+// checkTarget returns why target may not be delivered to, "" when it may.
+func (s *Service) checkTarget(ctx context.Context, target string) string {
+	u, err := url.Parse(target)
+	if err != nil {
+		return "is not a valid URL"
+	}
+	public, err := s.cfg.PublicHostFunc(ctx, u.Hostname())
+	switch {
+	case err != nil:
+		return "host could not be resolved"
+	case !public:
+		return "resolves to a loopback, private or otherwise non-public address"
+	}
+	return ""
+}
+
+// Create checks and stores a new subscription, giving it an id, its
+// timestamps and its first signing secret: secret when not nil (it must be
+// "whsec_" and base64), a fresh one otherwise. sub is the request as
+// decoded over a Subscription with ApplyDefaults applied, so explicit
+// zeros are kept and checked. It returns the secret, which is shown only
+// this once.
+func (s *Service) Create(ctx context.Context, sub *Subscription, secret *string) (string, error) {
+	now := s.now()
+	sub.ID = s.cfg.NewIDFunc()
+	sub.CreatedAt, sub.UpdatedAt = now, now
+	if err := s.Check(ctx, sub); err != nil {
+		return "", err
+	}
+	value := NewSecret()
+	if secret != nil {
+		if _, err := SecretKey(*secret); err != nil {
+			return "", &Rejection{Detail: "the secret is invalid", Errors: []FieldError{{Pointer: "/secret", Message: err.Error()}}}
+		}
+		value = *secret
+	}
+	sub.Secrets = []Secret{{Value: value}}
+	if err := s.cfg.Store.SubscriptionInsert(ctx, sub); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return "", codeConflict(sub)
+		}
+		return "", fmt.Errorf("insert subscription %s: %w", sub.ID, err)
+	}
+	s.cfg.OnChangeFunc()
+	return value, nil
+}
+
+func codeConflict(sub *Subscription) *Conflict {
+	return &Conflict{Detail: fmt.Sprintf("a subscription with code %q exists for this client", sub.Code)}
+}
+
+// Get returns one subscription.
+func (s *Service) Get(ctx context.Context, id string) (*Subscription, error) {
+	sub, err := s.cfg.Store.SubscriptionGetByID(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("get subscription %s: %w", id, err)
+	}
+	return sub, nil
+}
+
+// List returns one page of subscriptions, newest first, filtered as p
+// says (an eventType filter keeps bindings equal to it).
+func (s *Service) List(ctx context.Context, p *ListParams) (*Page, error) {
+	pg, err := s.cfg.Store.SubscriptionList(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("list subscriptions: %w", err)
+	}
+	return pg, nil
+}
+
+// ListReceiving returns every subscription that receives events of type
+// p.EventType, an exact code: one with a binding equal to it or with a
+// pattern matching it. p's other filters hold; its Limit and Cursor are
+// ignored (the caller pages the result).
+func (s *Service) ListReceiving(ctx context.Context, p *ListParams) ([]*Subscription, error) {
+	q := *p
+	q.EventType, q.Limit, q.Cursor = "", listPageSize, ""
+	var out []*Subscription
+	for {
+		pg, err := s.List(ctx, &q)
+		if err != nil {
+			return nil, err
+		}
+		for _, sub := range pg.Subscriptions {
+			if sub.receives(p.EventType) {
+				out = append(out, sub)
+			}
+		}
+		if pg.NextCursor == "" || pg.NextCursor == q.Cursor {
+			return out, nil
+		}
+		q.Cursor = pg.NextCursor
+	}
+}
+
+// listPageSize is the page ListReceiving reads the store by (the store's
+// largest).
+const listPageSize = 500
+
+// receives reports whether a binding of sub is code or a pattern matching
+// it.
+func (sub *Subscription) receives(code string) bool {
+	for _, b := range sub.EventTypes {
+		if MatchPattern(b.EventTypeCode, code) {
+			return true
+		}
+	}
+	return false
+}
+
+// Patch changes a subscription: merge edits a copy of the stored one (the
+// API decodes an RFC 7396 merge patch onto it; an error of merge is
+// returned as it is), then the fields a client cannot change (id,
+// createdAt, the secrets) are restored, the result is checked as Create
+// checks a new one, and stored.
+func (s *Service) Patch(ctx context.Context, id string, merge func(*Subscription) error) (*Subscription, error) {
+	cur, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	next := *cur
+	if err := merge(&next); err != nil {
+		return nil, err
+	}
+	next.ID, next.CreatedAt, next.Secrets = cur.ID, cur.CreatedAt, cur.Secrets
+	if err := s.Check(ctx, &next); err != nil {
+		return nil, err
+	}
+	if err := s.write(ctx, &next); err != nil {
+		return nil, err
+	}
+	return &next, nil
+}
+
+// write stores a changed subscription and reports the change, so it
+// applies to the next event on this instance.
+func (s *Service) write(ctx context.Context, sub *Subscription) error {
+	sub.UpdatedAt = s.now()
+	if err := s.cfg.Store.SubscriptionUpdate(ctx, sub); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return codeConflict(sub)
+		}
+		return fmt.Errorf("update subscription %s: %w", sub.ID, err)
+	}
+	s.cfg.OnChangeFunc()
+	return nil
+}
+
+func (s *Service) setStatus(ctx context.Context, id string, status Status) (*Subscription, error) {
+	sub, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	sub.Status = status
+	if err := s.write(ctx, sub); err != nil {
+		return nil, err
+	}
+	return sub, nil
+}
+
+// Pause stops a subscription from matching new events; its jobs that come
+// due meanwhile are parked.
+func (s *Service) Pause(ctx context.Context, id string) (*Subscription, error) {
+	return s.setStatus(ctx, id, StatusPaused)
+}
+
+// Resume makes a subscription match again and queues the jobs parked
+// while it was paused. A failed release is logged, not returned: the
+// subscription is ACTIVE, and the pending poller releases them later.
+func (s *Service) Resume(ctx context.Context, id string) (*Subscription, error) {
+	sub, err := s.setStatus(ctx, id, StatusActive)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.cfg.Jobs.ReleaseSubscription(ctx, id); err != nil {
+		s.cfg.Logger.WarnContext(ctx, "release paused jobs failed", "subscription_id", id, "error", err)
+	}
+	return sub, nil
+}
+
+// Delete removes a subscription and then cancels its unfinished jobs.
+func (s *Service) Delete(ctx context.Context, id string) error {
+	if _, err := s.Get(ctx, id); err != nil {
+		return err
+	}
+	if err := s.cfg.Store.SubscriptionDelete(ctx, id); err != nil {
+		return fmt.Errorf("delete subscription %s: %w", id, err)
+	}
+	s.cfg.OnChangeFunc()
+	if _, err := s.cfg.Jobs.CancelSubscription(ctx, id, cancelReason); err != nil {
+		return fmt.Errorf("cancel jobs of deleted subscription %s: %w", id, err)
+	}
+	return nil
+}
+
+// RotateSecret gives a subscription a fresh signing secret. The secrets
+// it had keep signing for SecretOverlap (an expiry already set stays, an
+// expired secret is dropped). It returns the new secret and when the
+// previous ones stop signing.
+func (s *Service) RotateSecret(ctx context.Context, id string) (secret string, previousExpiresAt time.Time, err error) {
+	sub, err := s.Get(ctx, id)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	now := s.now()
+	expires := now.Add(SecretOverlap)
+	kept := []Secret{{Value: NewSecret()}}
+	for _, old := range sub.Secrets {
+		if old.ExpiresAt != nil && !old.ExpiresAt.After(now) {
+			continue
+		}
+		if old.ExpiresAt == nil {
+			old.ExpiresAt = &expires
+		}
+		kept = append(kept, old)
+	}
+	sub.Secrets = kept
+	if err := s.write(ctx, sub); err != nil {
+		return "", time.Time{}, err
+	}
+	return kept[0].Value, expires, nil
+}
+
+// Secrets returns the secrets that sign a subscription's deliveries now:
+// the current one first, then those rotated out less than SecretOverlap
+// ago.
+func (s *Service) Secrets(ctx context.Context, id string) ([]Secret, error) {
+	sub, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	out := []Secret{}
+	for _, sec := range sub.Secrets {
+		if sec.ExpiresAt == nil || sec.ExpiresAt.After(now) {
+			out = append(out, sec)
+		}
+	}
+	return out, nil
+}
