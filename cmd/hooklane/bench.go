@@ -47,12 +47,26 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	conns := fs.String("connections", "", "closed-loop connection counts, comma-separated (default 8,32,128)")
 	payload := fs.Int("payload-bytes", 0, "size of each event's data (default 256)")
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file")
+	comparePath := fs.String("compare", "", "a report saved earlier with --json: print each figure of this run against it (after/before ratios)")
 	verbose := fs.Bool("v", false, "log progress and the in-process gateway's warnings to stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (gateway included in-process) to this file")
 	memProfile := fs.String("memprofile", "", "write an allocation profile (alloc_space) at the end of the run to this file")
 	blockProfile := fs.String("blockprofile", "", "write a profile of where goroutines waited (blocking events of 100µs and more) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	// Read the report to compare with first: a wrong path fails at once,
+	// not after the run.
+	var before *bench.Report
+	if *comparePath != "" {
+		raw, err := os.ReadFile(*comparePath)
+		if err != nil {
+			return fmt.Errorf("read report to compare with: %w", err)
+		}
+		before = &bench.Report{}
+		if err := json.Unmarshal(raw, before); err != nil {
+			return fmt.Errorf("decode report to compare with %s: %w", *comparePath, err)
+		}
 	}
 	cfg := bench.Defaults()
 	if *short {
@@ -146,6 +160,12 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if err := rep.WriteTable(stdout); err != nil {
 		return err
+	}
+	if before != nil {
+		fmt.Fprintf(stdout, "\ncompared with %s (run %s):\n", *comparePath, before.StartedAt.Format(time.RFC3339))
+		if err := bench.WriteComparison(stdout, bench.Compare(before, rep)); err != nil {
+			return err
+		}
 	}
 	if *jsonPath != "" {
 		raw, err := json.MarshalIndent(rep, "", "  ")
