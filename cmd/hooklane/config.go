@@ -23,6 +23,11 @@ type Config struct {
 	Listen string
 	// DataDir holds the embedded SQLite store. Default ./data.
 	DataDir string
+	// SQLiteSynchronous is the embedded store's durability at commit: full
+	// (default: an accepted event survives a power loss or OS crash, one
+	// fsync per group commit) or normal (it survives a crash of the process;
+	// the last commits may be lost with the machine).
+	SQLiteSynchronous string
 	// MongoURI selects the MongoDB store when set. Default empty (embedded).
 	MongoURI string
 	// MongoDatabase is the MongoDB database name. Default hooklane.
@@ -150,6 +155,7 @@ func settings(c *Config) []setting {
 	return []setting{
 		{"listen", "HOOKLANE_LISTEN", "127.0.0.1:8080", "HTTP listen address", str(&c.Listen)},
 		{"data-dir", "HOOKLANE_DATA_DIR", "./data", "embedded store directory", str(&c.DataDir)},
+		{"sqlite-synchronous", "HOOKLANE_SQLITE_SYNCHRONOUS", "full", "embedded store durability: full (a 201 survives power loss; one fsync per group commit) or normal (survives a process crash only)", str(&c.SQLiteSynchronous)},
 		{"mongo-uri", "HOOKLANE_MONGO_URI", "", "MongoDB connection string (empty: embedded store)", str(&c.MongoURI)},
 		{"mongo-database", "HOOKLANE_MONGO_DATABASE", "hooklane", "MongoDB database name", str(&c.MongoDatabase)},
 		{"sqs-queue-url", "HOOKLANE_SQS_QUEUE_URL", "", "SQS FIFO queue URL (empty: in-process queue)", str(&c.SQSQueueURL)},
@@ -285,6 +291,9 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("HOOKLANE_LISTEN (--listen): %q is not host:port", c.Listen))
 	} else if c.keys.Len() == 0 && !isLoopback(host) {
 		errs = append(errs, fmt.Errorf("HOOKLANE_LISTEN (--listen): refusing to listen on %s without API keys: set HOOKLANE_API_KEYS (--api-keys) or HOOKLANE_API_KEYS_FILE (--api-keys-file), or listen on 127.0.0.1", c.Listen))
+	}
+	if c.SQLiteSynchronous != "full" && c.SQLiteSynchronous != "normal" {
+		errs = append(errs, errors.New("HOOKLANE_SQLITE_SYNCHRONOUS (--sqlite-synchronous): must be full or normal"))
 	}
 	if c.MongoURI == "" && c.DataDir == "" {
 		errs = append(errs, errors.New("HOOKLANE_DATA_DIR (--data-dir): required for the embedded store"))

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -52,7 +53,9 @@ func openStore(ctx context.Context, cfg *Config, logger *slog.Logger) (Store, er
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	s, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(cfg.DataDir, "hooklane.db"), Logger: logger})
+	s, err := sqlitestore.Open(ctx, sqlitestore.Config{
+		Path: filepath.Join(cfg.DataDir, "hooklane.db"), Logger: logger, Synchronous: strings.ToUpper(cfg.SQLiteSynchronous),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open embedded store: %w", err)
 	}

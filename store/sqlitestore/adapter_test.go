@@ -223,3 +223,31 @@ func TestManyIDs(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, n)
 }
+
+// TestSynchronous: a commit is synced to disk by default (FULL: a 201
+// survives a power loss); NORMAL is the documented relaxed choice; anything
+// else is refused.
+func TestSynchronous(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		setting string
+		want    int
+	}{
+		{"", 2},
+		{sqlitestore.SynchronousFull, 2},
+		{sqlitestore.SynchronousNormal, 1},
+	}
+	for _, tt := range tests {
+		t.Run("setting="+tt.setting, func(t *testing.T) {
+			t.Parallel()
+			s, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: filepath.Join(t.TempDir(), "s.db"), Synchronous: tt.setting})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, s.Close()) })
+			got, err := s.WriterSynchronous(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+	_, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: filepath.Join(t.TempDir(), "s.db"), Synchronous: "OFF"})
+	require.Error(t, err)
+}

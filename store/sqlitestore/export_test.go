@@ -47,3 +47,11 @@ func (s *Store) HoldWriter(ctx context.Context, release <-chan struct{}) <-chan 
 	<-running
 	return done
 }
+
+// WriterSynchronous returns the synchronous setting of the writer's
+// connection (PRAGMA synchronous: 1 NORMAL, 2 FULL).
+func (s *Store) WriterSynchronous(ctx context.Context) (int, error) {
+	var n int
+	err := s.wdb.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&n)
+	return n, err //nolint:wrapcheck // test helper
+}

@@ -64,7 +64,20 @@ type Config struct {
 	// BusyTimeout is how long to wait for a lock held elsewhere; 0 means
 	// BusyTimeoutDefault.
 	BusyTimeout time.Duration
+	// Synchronous is SQLite's synchronous setting: SynchronousFull (the
+	// default, also for "") syncs the WAL at every commit, so a committed
+	// write — an event answered 201 — survives a power loss or an OS crash;
+	// one fsync per group commit, shared by every write in it.
+	// SynchronousNormal syncs only at checkpoints: a commit survives a
+	// crash of the process but the last ones may be lost with the machine.
+	Synchronous string
 }
+
+// Synchronous settings of Config.Synchronous.
+const (
+	SynchronousFull   = "FULL"
+	SynchronousNormal = "NORMAL"
+)
 
 // Store is the SQLite store. It implements every storage port and is safe for
 // concurrent use. Create it with Open and release it with Close.
@@ -108,7 +121,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	readers := cmp.Or(cfg.Readers, max(4, runtime.GOMAXPROCS(0)))
 
 	var err error
-	s.wdb, err = sql.Open("sqlite", dsn(cfg.Path, busy, false))
+	syncMode := cmp.Or(cfg.Synchronous, SynchronousFull)
+	if syncMode != SynchronousFull && syncMode != SynchronousNormal {
+		return nil, fmt.Errorf("open sqlite store: synchronous must be %s or %s, not %q", SynchronousFull, SynchronousNormal, syncMode)
+	}
+	s.wdb, err = sql.Open("sqlite", dsn(cfg.Path, busy, syncMode, false))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite writer %s: %w", cfg.Path, err)
 	}
@@ -120,7 +137,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		_ = s.wdb.Close()
 		return nil, fmt.Errorf("migrate sqlite store %s: %w", cfg.Path, err)
 	}
-	s.rdb, err = sql.Open("sqlite", dsn(cfg.Path, busy, true))
+	s.rdb, err = sql.Open("sqlite", dsn(cfg.Path, busy, syncMode, true))
 	if err != nil {
 		_ = s.wdb.Close()
 		return nil, fmt.Errorf("open sqlite readers %s: %w", cfg.Path, err)
@@ -138,13 +155,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 }
 
 // dsn builds the driver's connection string. Every connection gets WAL,
-// synchronous=NORMAL (durable at every checkpoint, never corrupt; the usual
-// WAL pairing) and the busy timeout; readers are also query_only.
-func dsn(path string, busy time.Duration, readOnly bool) string {
+// the synchronous setting (see Config.Synchronous) and the busy timeout;
+// readers are also query_only.
+func dsn(path string, busy time.Duration, synchronous string, readOnly bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "synchronous("+synchronous+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	// Every operation of a group commit runs in a savepoint, whose undo log
 	// (the statement journal) would otherwise be a temporary file written on
