@@ -44,12 +44,12 @@ fmt: ## Format the code
 vet: ## go vet
 	$(GO) vet $(PKGS)
 
-verify: vet ## vet, gofmt, import rules, docker-compose.yml and Dockerfile validity, the Helm chart
+verify: vet ## vet, gofmt, import rules, docker-compose.yml and Dockerfile validity, the Helm chart and Grafana dashboard
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	@bash scripts/check-imports.sh
 	@cd localstack/composecheck && GOFLAGS=-mod=readonly $(GO) run . ../../docker-compose.yml
-	@cd deploy/chartcheck && GOFLAGS=-mod=readonly $(GO) run . -chart ../helm/hooklane -readme ../../README.md $(if $(CONTRACT),-contract ../../$(CONTRACT))
+	@cd deploy/chartcheck && GOFLAGS=-mod=readonly $(GO) run . -chart ../helm/hooklane -readme ../../README.md -dashboard ../grafana/hooklane.json $(if $(CONTRACT),-contract ../../$(CONTRACT))
 
 tidy: ## go mod tidy
 	$(GO) mod tidy

@@ -14,11 +14,14 @@
 // /readyz, every HOOKLANE_* variable is a real setting of the gateway,
 // references between objects resolve, and each role runs exactly once.
 // Value sets the chart must refuse are rendered too, and must fail with
-// the expected reason.
+// the expected reason. With -dashboard, it also checks the Grafana
+// dashboard's structure and parses its PromQL with Prometheus's parser
+// (dashboard.go).
 //
 // Usage (from the repository root, as `make verify` runs it):
 //
-//	cd deploy/chartcheck && go run . -chart ../helm/hooklane -readme ../../README.md [-contract ../../../shared/API.md]
+//	cd deploy/chartcheck && go run . -chart ../helm/hooklane -readme ../../README.md \
+//	    -dashboard ../grafana/hooklane.json [-contract ../../../shared/API.md]
 //
 // -dump DIR writes the manifests of each value set to DIR/<value set>.yaml.
 //
@@ -29,8 +32,8 @@
 // HOOKLANE_ENCRYPTION_KEY through). Without it, a value set rendering such
 // a name reports that the name was not checked against the contract.
 //
-// It lives in its own Go module so that Helm's and the Kubernetes API's
-// dependencies stay out of the product's go.mod.
+// It lives in its own Go module so that Helm's, the Kubernetes API's and
+// Prometheus's dependencies stay out of the product's go.mod.
 package main
 
 import (
@@ -46,16 +49,17 @@ func main() {
 	readme := flag.String("readme", "../../README.md", "the README with the generated configuration table")
 	contract := flag.String("contract", "", "API.md, whose §9 adds contract names not yet read by the gateway (optional)")
 	dump := flag.String("dump", "", "a directory to write each value set's rendered manifests to, for reading (optional)")
+	dashboard := flag.String("dashboard", "", "a Grafana dashboard to check (optional)")
 	flag.Parse()
 	start := time.Now()
-	if err := run(*chartDir, *readme, *contract, *dump); err != nil {
+	if err := run(*chartDir, *readme, *contract, *dump, *dashboard); err != nil {
 		fmt.Fprintln(os.Stderr, "chartcheck:", err)
 		os.Exit(1)
 	}
 	fmt.Printf("chartcheck: ok (%s)\n", time.Since(start).Round(time.Millisecond))
 }
 
-func run(chartDir, readme, contract, dump string) error {
+func run(chartDir, readme, contract, dump, dashboard string) error {
 	names, err := loadSettingNames(readme, contract)
 	if err != nil {
 		return err
@@ -75,6 +79,14 @@ func run(chartDir, readme, contract, dump string) error {
 		return err
 	}
 	var errs []error
+	if dashboard != "" {
+		n, err := checkDashboard(dashboard)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			fmt.Printf("chartcheck: %s: %d PromQL expressions parse\n", dashboard, n)
+		}
+	}
 	for _, c := range cases() {
 		n, err := c.run(ch, dec, names, dump)
 		if err != nil {
