@@ -38,7 +38,7 @@ type valueSet struct {
 func requiredValues() map[string]any {
 	return mustYAML(`
 apiKeys:
-  entries: ["ops:admin:3b7f0c1d9e8a4f2b6c5d7e9f1a2b3c4d"]
+  entries: ["ops:admin:3b7f0c1d9e8a4f2b6c5d7e9f1a2b3c4d", "shop team:producer:9c1e:5d,2a7f"]
 mongodb:
   uri: mongodb://hooklane:secret@mongo-0.mongo,mongo-1.mongo,mongo-2.mongo/?replicaSet=rs0
 sqs:
@@ -108,6 +108,8 @@ combined: {replicaCount: 1}
 		{name: "refused: no SQS queue", values: `sqs: {queueUrl: ""}`, wantErr: "an SQS FIFO queue is required"},
 		{name: "refused: unknown topology", values: `topology: sharded`, wantErr: "at '/topology'"},
 		{name: "refused: malformed API key", values: `apiKeys: {entries: ["ops:root:abc"]}`, wantErr: "name:role:key"},
+		{name: "refused: API key without a key", values: `apiKeys: {entries: ["ops:admin: "]}`, wantErr: "name:role:key"},
+		{name: "refused: API key name twice", values: `apiKeys: {entries: ["ops:admin:k1", "ops:viewer:k2"]}`, wantErr: "names a key twice"},
 		{name: "refused: encryption key not 32 bytes", values: `encryptionKey: {value: c2hvcnQ=}`, wantErr: "base64 of 32 bytes"},
 		{name: "refused: chart-managed setting in env", values: `env: {HOOKLANE_ROLES: api}`, wantErr: "HOOKLANE_ROLES is set by the chart"},
 		{name: "refused: non-HOOKLANE name in env", values: `router: {env: {GOMAXPROCS: "2"}}`, wantErr: "use extraEnv"},

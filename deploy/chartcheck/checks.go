@@ -454,7 +454,9 @@ func (s *objectSet) checkServiceMonitor(m *monitoringv1.ServiceMonitor) error {
 	return nil
 }
 
-var keyEntryRE = regexp.MustCompile(`^[A-Za-z0-9._-]+:(admin|producer|worker|viewer):\S+$`)
+// keyEntryRE is a keys file line as the gateway parses it: a name, a role,
+// a non-empty key.
+var keyEntryRE = regexp.MustCompile(`^[^:#\s][^:]*:(admin|producer|worker|viewer):.*\S.*$`)
 
 // checkSecret checks the contents the gateway parses: the keys file.
 func checkSecret(sec *corev1.Secret) error {

@@ -102,10 +102,16 @@ once from the Deployment template.
 {{- if not (or $v.apiKeys.entries $v.apiKeys.existingSecret) }}
 {{- fail "API keys are required: hooklane refuses to listen on a pod address without them. Set apiKeys.entries (name:role:key) or apiKeys.existingSecret" }}
 {{- end }}
+{{- $names := list }}
 {{- range $v.apiKeys.entries }}
-{{- if not (regexMatch "^[A-Za-z0-9._-]+:(admin|producer|worker|viewer):[^:,[:space:]]+$" .) }}
-{{- fail "every apiKeys.entries item must be name:role:key with a role of admin, producer, worker or viewer (the value is not shown)" }}
+{{- /* As the gateway parses a keys file line: a name (no colon, not a # comment), a role, a non-empty key. */}}
+{{- if not (regexMatch "^[^:#\\s][^:\\n]*:(admin|producer|worker|viewer):[^\\n]*[^\\s][^\\n]*$" .) }}
+{{- fail "every apiKeys.entries item must be name:role:key on one line, with a role of admin, producer, worker or viewer (the value is not shown)" }}
 {{- end }}
+{{- $names = append $names (regexReplaceAll ":.*" . "") }}
+{{- end }}
+{{- if ne (len $names) (len (uniq $names)) }}
+{{- fail "apiKeys.entries names a key twice: each name must be unique" }}
 {{- end }}
 {{- with $v.encryptionKey.value }}
 {{- if not (regexMatch "^[A-Za-z0-9+/]{43}=$" .) }}
