@@ -2,6 +2,9 @@
 SHELL := /bin/bash
 GO ?= go
 PKGS := ./...
+# The HTTP contract kept beside the repository (../shared/API.md), when it
+# is there: the chart check accepts the HOOKLANE_* names its §9 defines.
+CONTRACT := $(wildcard ../shared/API.md)
 
 .PHONY: help run build test test/race test/unit bench fmt vet verify tidy stack/start stack/stop
 
@@ -41,11 +44,12 @@ fmt: ## Format the code
 vet: ## go vet
 	$(GO) vet $(PKGS)
 
-verify: vet ## vet, gofmt, import rules, docker-compose.yml and Dockerfile validity
+verify: vet ## vet, gofmt, import rules, docker-compose.yml and Dockerfile validity, the Helm chart and Grafana dashboard
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	@bash scripts/check-imports.sh
 	@cd localstack/composecheck && GOFLAGS=-mod=readonly $(GO) run . ../../docker-compose.yml
+	@cd deploy/chartcheck && GOFLAGS=-mod=readonly $(GO) run . -chart ../helm/hooklane -readme ../../README.md -dashboard ../grafana/hooklane.json $(if $(CONTRACT),-contract ../../$(CONTRACT))
 
 tidy: ## go mod tidy
 	$(GO) mod tidy

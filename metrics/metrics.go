@@ -162,6 +162,11 @@ func New(cfg Config) *Metrics {
 		Namespace: Namespace, Name: "http_request_duration_seconds",
 		Help: "Duration of HTTP requests, by method and route template.", Buckets: prometheus.DefBuckets,
 	}, []string{"method", "route"})
+	// Every queue operation's error series exists from the start, at 0, so
+	// that rate() and alerts on it see 0 rather than no data.
+	for _, op := range []string{"send", "receive", "delete"} {
+		m.queueErrors.WithLabelValues(op)
+	}
 	m.reg.MustRegister(m.ingested, m.jobsCreated, m.deliveries, m.deliveryDuration, m.endToEnd,
 		m.queueErrors, m.pollerMoves, clients, m.httpRequests, m.httpDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

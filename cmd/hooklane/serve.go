@@ -120,7 +120,8 @@ func workerID() string {
 }
 
 // serve runs the configured roles until ctx ends. readyFunc, when set, is
-// called with the bound HTTP address once the API listens.
+// called with the bound HTTP address once the API (or, in a process
+// without the api role, the operations endpoints) listens.
 func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr string)) error {
 	logger := newLogger(cfg, logw)
 	roles := cfg.roles()
@@ -220,6 +221,16 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			UI:     ui.Handler(),
 		})
 		addr, err := listenAndServe(ctx, g, cfg, srv.Handler(), logger)
+		if err != nil {
+			return err
+		}
+		if readyFunc != nil {
+			readyFunc(addr)
+		}
+	} else {
+		// A router or pollers process serves no API, but its probes and
+		// metrics scrape need /healthz, /readyz and /metrics.
+		addr, err := listenAndServe(ctx, g, cfg, opsHandler(version, st, q, m), logger)
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,10 @@
 // specification's schema by compose-go, the library Docker Compose itself
 // uses, and every Dockerfile a service builds is parsed into build stages
 // by BuildKit's own Dockerfile front end, its lint warnings counted as
-// errors. It also checks that the paths the compose file mounts exist.
+// errors. It also checks that the paths the compose file mounts exist. The
+// file is checked twice: as `docker compose up` runs it (services of no
+// profile) and with every profile enabled (`--profile "*"`), so that
+// optional services such as the tracing profile's are checked too.
 //
 // Usage (from the repository root, as `make verify` runs it):
 //
@@ -41,17 +44,29 @@ func main() {
 }
 
 func check(ctx context.Context, composePath string) error {
+	for _, profiles := range [][]string{nil, {"*"}} {
+		if err := checkProfiles(ctx, composePath, profiles); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkProfiles checks the project with the given profiles enabled (none:
+// only the services without a profile).
+func checkProfiles(ctx context.Context, composePath string, profiles []string) error {
 	abs, err := filepath.Abs(composePath)
 	if err != nil {
 		return fmt.Errorf("resolve %s: %w", composePath, err)
 	}
-	opts, err := cli.NewProjectOptions([]string{abs}, cli.WithName("hooklane"), cli.WithWorkingDirectory(filepath.Dir(abs)))
+	opts, err := cli.NewProjectOptions([]string{abs}, cli.WithName("hooklane"), cli.WithWorkingDirectory(filepath.Dir(abs)),
+		cli.WithProfiles(profiles))
 	if err != nil {
 		return fmt.Errorf("compose options: %w", err)
 	}
 	project, err := opts.LoadProject(ctx)
 	if err != nil {
-		return fmt.Errorf("load %s: %w", composePath, err)
+		return fmt.Errorf("load %s with profiles %v: %w", composePath, profiles, err)
 	}
 	var errs []error
 	for _, name := range project.ServiceNames() {
@@ -83,7 +98,8 @@ func check(ctx context.Context, composePath string) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	fmt.Printf("composecheck: %s is valid (%d services)\n", composePath, len(project.Services))
+	fmt.Printf("composecheck: %s is valid with profiles %v (%d services: %s)\n", composePath, profiles, len(project.Services),
+		strings.Join(project.ServiceNames(), ", "))
 	return nil
 }
 
