@@ -119,8 +119,8 @@ type claimParams struct {
 
 func parseClaimParams(c *gin.Context) (*claimParams, error) {
 	p := &claimParams{worker: strings.TrimSpace(c.Query("worker_id")), max: 1}
-	if p.worker == "" {
-		return nil, badRequest("worker_id is required")
+	if prob := checkWorkerID(p.worker, "worker_id"); prob != nil {
+		return nil, prob
 	}
 	if v := c.Query("max"); v != "" {
 		n, ok := parseCount(v, PullMaxClaim)
@@ -426,11 +426,8 @@ func readReport(c *gin.Context) (*reportInput, error) {
 	if err := decodeJSON(c.Request, &in, adminBodyLimit); err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(in.WorkerID) == "" {
-		return nil, badRequest("workerId is required", FieldError{Pointer: "/workerId", Message: "is required"})
-	}
-	if in.ExecutionTimeMs < 0 {
-		return nil, badRequest("executionTimeMs must not be negative", FieldError{Pointer: "/executionTimeMs", Message: "must not be negative"})
+	if err := checkReport(&in); err != nil {
+		return nil, err
 	}
 	return &in, nil
 }
@@ -556,8 +553,8 @@ func (s *Server) heartbeatJob(c *gin.Context) error {
 	if err := decodeJSON(c.Request, &in, adminBodyLimit); err != nil {
 		return err
 	}
-	if strings.TrimSpace(in.WorkerID) == "" {
-		return badRequest("workerId is required", FieldError{Pointer: "/workerId", Message: "is required"})
+	if p := checkWorkerID(in.WorkerID, "workerId"); p != nil {
+		return p
 	}
 	ctx := c.Request.Context()
 	s.workers.touch(in.WorkerID, s.now())

@@ -35,19 +35,32 @@ func (s *Server) validateData(c *gin.Context) error {
 	}
 	sch, err := schema.Compile(t.Code, v.Version, v.Schema)
 	if err != nil {
-		return fmt.Errorf("compile schema %s %s: %w", t.Code, v.Version, err)
+		var ce *schema.CompileError
+		if !errors.As(err, &ce) {
+			return fmt.Errorf("compile schema %s %s: %w", t.Code, v.Version, err)
+		}
+		// Stored before a rule of Compile existed: no data can pass it,
+		// as at ingest (schema.Registry answers its events 422 too).
+		return unprocessable("the schema of "+t.Code+" "+v.Version+" does not compile; the event type's owner must fix it",
+			FieldError{Pointer: "/data", Message: "cannot be validated: the schema does not compile: " + ce.Error()})
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(in.Data))
 	if err != nil {
 		return badRequest("data is not well-formed JSON", FieldError{Pointer: "/data", Message: err.Error()})
 	}
-	if err := sch.Validate(inst); err != nil {
-		var ve *jsonschema.ValidationError
-		if !errors.As(err, &ve) {
+	// ValidateInstance refuses numbers the validator cannot take and turns
+	// a panic of the validator into a rejection: bad data is a 422 here,
+	// exactly as at ingest, never a 500.
+	if err := schema.ValidateInstance(sch, inst); err != nil {
+		var rej *schema.Rejection
+		if !errors.As(err, &rej) {
 			return fmt.Errorf("validate data against %s %s: %w", t.Code, v.Version, err)
 		}
-		var errs []FieldError
-		for _, vio := range schema.Violations(ve) {
+		if rej.Err != nil {
+			s.cfg.Logger.WarnContext(c.Request.Context(), "data could not be validated", "event_type", t.Code, "version", v.Version, "error", rej.Err)
+		}
+		errs := make([]FieldError, 0, len(rej.Violations))
+		for _, vio := range rej.Violations {
 			errs = append(errs, FieldError{Pointer: vio.Pointer, Message: vio.Message})
 		}
 		return unprocessable("the data does not match the schema of "+t.Code+" "+v.Version, errs...)
