@@ -161,6 +161,8 @@ func TestCompileRefusesRefCycles(t *testing.T) {
 		{"inside a property", `{"properties":{"p":{"$defs":{"x":{"allOf":[{"$ref":"#/properties/p"}]}},"$ref":"#/properties/p/$defs/x"}}}`, "/properties/p/$defs/x/allOf/0/$ref"},
 		{"draft-07 definitions", `{` + draft07 + `"definitions":{"a":{"$ref":"#/definitions/b"},"b":{"oneOf":[{"$ref":"#/definitions/a"}]}},"properties":{"x":{"$ref":"#/definitions/a"}}}`, "/definitions/b/oneOf/0/$ref"},
 		{"draft-07 dependencies", `{` + draft07 + `"dependencies":{"a":{"$ref":"#"}}}`, "/dependencies/a/$ref"},
+		{"through $dynamicRef", `{"$dynamicAnchor":"n","anyOf":[{"$dynamicRef":"#n"}]}`, "/anyOf/0/$dynamicRef"},
+		{"through 2019-09 $recursiveRef", `{"$schema":"https://json-schema.org/draft/2019-09/schema","$recursiveAnchor":true,"allOf":[{"$recursiveRef":"#"}]}`, "/allOf/0/$recursiveRef"},
 		{"tree with optional children", `{"type":"object","required":["name"],"properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#"}}}}`, ""},
 		{"linked list through a definition", `{"$defs":{"node":{"type":"object","properties":{"next":{"$ref":"#/$defs/node"}}}},"$ref":"#/$defs/node"}`, ""},
 		{"recursion through additionalProperties", `{"type":"object","additionalProperties":{"anyOf":[{"type":"string"},{"$ref":"#"}]}}`, ""},
