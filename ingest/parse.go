@@ -200,31 +200,25 @@ func decodeStructured(body []byte, prefix string) (cloudevent.Event, *Error) {
 const maxMembers = cloudevent.MaxExtensions + 10
 
 // countMembers returns the number of members of the JSON object obj (valid
-// JSON), counting no further than stop. It reads the bytes once and
-// allocates nothing.
+// JSON), counting no further than stop. It reads the bytes once, skipping
+// over strings with bytes.IndexByte, and allocates nothing; an object too
+// short to hold stop members is not read at all.
 func countMembers(obj []byte, stop int) int {
+	// The shortest member is `"":0`, and members are separated by commas.
+	if len(obj) < 2+5*stop-1 {
+		return 0
+	}
 	depth, n := 0, 0
-	inString := false
 	for i := 0; i < len(obj); i++ {
-		c := obj[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
+		switch obj[i] {
 		case '"':
-			inString = true
 			if depth == 1 && (n == 0 || obj[lastNonSpace(obj, i)] == ',') {
 				n++
 				if n >= stop {
 					return n
 				}
 			}
+			i = stringEnd(obj, i)
 		case '{', '[':
 			depth++
 		case '}', ']':
@@ -232,6 +226,27 @@ func countMembers(obj []byte, stop int) int {
 		}
 	}
 	return n
+}
+
+// stringEnd returns the index of the quote that closes the JSON string
+// opened at obj[start] (len(obj) when there is none).
+func stringEnd(obj []byte, start int) int {
+	for i := start + 1; ; {
+		q := bytes.IndexByte(obj[i:], '"')
+		if q < 0 {
+			return len(obj)
+		}
+		i += q
+		// The quote is escaped when an odd number of backslashes precede it.
+		backslashes := 0
+		for j := i - 1; j > start && obj[j] == '\\'; j-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return i
+		}
+		i++
+	}
 }
 
 // lastNonSpace returns the index of the last byte before i that is not
