@@ -116,6 +116,13 @@ func TestParseBoundsAttributes(t *testing.T) {
 		{"binary: too many ce- headers", binaryRequest("application/json", `{}`, strings.Split(strings.ReplaceAll(extensionHeaders(51), "=", ","), ",")...), 422,
 			[]string{""}, []string{"carries 51 extension attributes"}},
 		{"binary: value too long", binaryRequest("application/json", `{}`, "ce-subject", long), 422, []string{"/subject"}, nil},
+		// Data nesting is bounded by encoding/json (10,000 levels): deeper
+		// is malformed JSON, refused before anything is decoded.
+		{"data nested 10,000 deep", structuredRequest(hostileEvent("1", `"data":`+strings.Repeat("[", 9_999)+strings.Repeat("]", 9_999))), 0, nil, nil},
+		{"data nested past 10,000", structuredRequest(hostileEvent("1", `"data":`+strings.Repeat("[", 10_001)+strings.Repeat("]", 10_001))), 400,
+			[]string{""}, []string{"exceeded max depth"}},
+		{"binary: data nested past 10,000", binaryRequest("application/json", strings.Repeat("[", 10_001)+strings.Repeat("]", 10_001)), 400,
+			[]string{"/data"}, []string{"exceeded max depth"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
