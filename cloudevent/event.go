@@ -210,10 +210,12 @@ func rawString(v []byte) (string, bool) {
 // validating it beyond the JSON types of the attributes; see
 // [Event.Validate]. Extension numbers are kept as json.Number.
 //
-// Text must be valid UTF-8: encoding/json would replace invalid bytes, and
-// an escaped lone UTF-16 surrogate (\ud800), by U+FFFD, so two different
-// ids would decode equal and collide as duplicates. An attribute (or data)
-// holding either is an *AttributeError.
+// Attribute values must be valid UTF-8: encoding/json would replace invalid
+// bytes, and an escaped lone UTF-16 surrogate (\ud800), by U+FFFD, so two
+// different ids would decode equal and collide as duplicates. An attribute
+// holding either is an *AttributeError. Data is kept byte for byte and not
+// checked here (events stored before this rule must still decode); ingest
+// checks it.
 func (e *Event) UnmarshalJSON(b []byte) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
@@ -301,17 +303,16 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 const msgLoneSurrogate = `must be valid UTF-8: an escaped lone UTF-16 surrogate (\ud800–\udfff without its pair) is not a character`
 
 // invalidUTF8 locates the invalid UTF-8 of an event whose JSON is not
-// valid UTF-8: one error per member whose value holds some (json.RawMessage
-// keeps the bytes as they came), else one for the member names.
+// valid UTF-8: one error per attribute whose value holds some
+// (json.RawMessage keeps the bytes as they came). Data is left alone (see
+// UnmarshalJSON); a name with invalid bytes decodes with U+FFFD in it,
+// which Validate refuses.
 func invalidUTF8(raw map[string]json.RawMessage) []error {
 	var errs []error
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		if !utf8.Valid(raw[k]) {
+		if k != "data" && !utf8.Valid(raw[k]) {
 			errs = append(errs, &AttributeError{Name: k, Message: "must be valid UTF-8"})
 		}
-	}
-	if len(errs) == 0 {
-		errs = append(errs, &AttributeError{Message: "attribute names must be valid UTF-8"})
 	}
 	return errs
 }

@@ -186,8 +186,11 @@ func TestUnmarshalInvalidUTF8(t *testing.T) {
 		{"invalid byte in id", `{` + envelope + `,"id":"a` + "\xff" + `"}`, []string{"id: must be valid UTF-8"}},
 		{"truncated sequence in source", `{"specversion":"1.0","id":"1","type":"t.t","source":"/` + "\xc3" + `"}`, []string{"source: must be valid UTF-8"}},
 		{"invalid byte in an extension", `{` + envelope + `,"id":"1","deduplicationid":"` + "\xed\xa0\x80" + `"}`, []string{"deduplicationid: must be valid UTF-8"}},
-		{"invalid byte in data", `{` + envelope + `,"id":"1","data":{"a":"` + "\xfe" + `"}}`, []string{"data: must be valid UTF-8"}},
-		{"invalid byte in a name", `{` + envelope + `,"id":"1","x` + "\xff" + `":"v"}`, []string{": attribute names must be valid UTF-8"}},
+		// Data is kept as it came (events stored before the rule must
+		// decode); ingest refuses it. A name decodes with U+FFFD, which
+		// Validate refuses.
+		{"invalid byte in data", `{` + envelope + `,"id":"1","data":{"a":"` + "\xfe" + `"}}`, nil},
+		{"invalid byte in a name", `{` + envelope + `,"id":"1","x` + "\xff" + `":"v"}`, nil},
 		{"lone high surrogate in id", `{` + envelope + `,"id":"a\ud800"}`, []string{"id: must be valid UTF-8: an escaped lone"}},
 		{"lone low surrogate in id", `{` + envelope + `,"id":"\udc00b"}`, []string{"id: must be valid UTF-8: an escaped lone"}},
 		{"reversed pair", `{` + envelope + `,"id":"\ude00\ud83d"}`, []string{"id: must be valid UTF-8: an escaped lone"}},
@@ -204,6 +207,23 @@ func TestUnmarshalInvalidUTF8(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUnmarshalKeepsDataBytes: data is not checked by UnmarshalJSON, so a
+// stored event whose data holds invalid UTF-8 (accepted before ingest
+// refused it) still decodes, byte for byte; a name with invalid bytes is an
+// invalid extension name.
+func TestUnmarshalKeepsDataBytes(t *testing.T) {
+	t.Parallel()
+	doc := `{"specversion":"1.0","id":"1","source":"/s","type":"t.t","data":{"a":"` + "\xfe" + `"}}`
+	var ev cloudevent.Event
+	require.NoError(t, ev.UnmarshalJSON([]byte(doc)))
+	require.Equal(t, `{"a":"`+"\xfe"+`"}`, string(ev.Data))
+
+	require.NoError(t, ev.UnmarshalJSON([]byte(`{"specversion":"1.0","id":"1","source":"/s","type":"t.t","x`+"\xff"+`":"v"}`)))
+	got := attributeErrors(t, ev.Validate())
+	require.Len(t, got, 1)
+	require.Contains(t, got[0], "lower-case letters and digits")
 }
 
 // TestUnmarshalDistinctIDsStayDistinct is the duplicate collision the UTF-8

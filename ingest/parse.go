@@ -185,6 +185,12 @@ func decodeStructured(body []byte, prefix string) (cloudevent.Event, *Error) {
 	if err := ev.UnmarshalJSON(trimmed); err != nil {
 		return ev, envelopeError(err, prefix)
 	}
+	if ev.Data != nil && !utf8.Valid(ev.Data) {
+		// JSON is UTF-8 (RFC 8259): invalid bytes in data would be
+		// replaced by U+FFFD wherever it is decoded (schema validation,
+		// filters) but delivered as they came.
+		return ev, badRequest("the event is not a valid CloudEvent", Violation{Pointer: prefix + "/data", Message: "must be valid UTF-8"})
+	}
 	if err := validateEnvelope(&ev); err != nil {
 		return ev, envelopeError(err, prefix)
 	}
