@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/api"
+	"github.com/hooklane/hooklane/schema"
 )
 
 // pointersOf returns the errors[].pointer of a problem body.
@@ -87,6 +89,20 @@ func TestSchemasMustBeUsable(t *testing.T) {
 	resp, got = s.do(t, http.MethodPatch, "/api/event-types/a.tree/versions/1.3", `{"schema":{"multipleOf":1e-999999}}`)
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%v", got)
 	require.Equal(t, []string{"/schema/multipleOf"}, pointersOf(got))
+
+	// A version stored before these rules answers 422, at ingest and at the
+	// validate endpoint, not 500 or 503.
+	now := time.Now().UTC()
+	require.NoError(t, s.Store.EventTypeInsert(t.Context(), &schema.EventType{Code: "a.legacy", Name: "x", Status: schema.TypeCurrent,
+		CreatedAt: now, UpdatedAt: now, Versions: []schema.Version{{Version: "1.0", SchemaType: "JSON_SCHEMA", MimeType: "application/json",
+			Schema: json.RawMessage(`{"$ref":"#"}`), Status: schema.VersionCurrent, CreatedAt: now, UpdatedAt: now}}}))
+	s.Registry.Invalidate()
+	resp, got = s.do(t, http.MethodPost, "/api/event-types/a.legacy/versions/1.0/validate", `{"data":{}}`)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%v", got)
+	require.Equal(t, []string{"/data"}, pointersOf(got))
+	resp, got = s.do(t, http.MethodPost, "/api/events", `{"specversion":"1.0","id":"l-1","source":"/s","type":"a.legacy","data":{}}`, "Content-Type", "application/cloudevents+json")
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%v", got)
+	require.Equal(t, []string{"/data"}, pointersOf(got))
 
 	// The tree still validates trees.
 	ev := `{"specversion":"1.0","id":"t-1","source":"/s","type":"a.tree","data":{"name":"root","children":[{"name":"leaf","children":[]}]}}`
