@@ -18,8 +18,8 @@ import (
 
 func parseClaimParams(c *gin.Context) (*pull.ClaimParams, error) {
 	p := &pull.ClaimParams{Worker: strings.TrimSpace(c.Query("worker_id")), Max: 1}
-	if p.Worker == "" {
-		return nil, badRequest("worker_id is required")
+	if prob := checkWorkerID(p.Worker, "worker_id"); prob != nil {
+		return nil, prob
 	}
 	if v := c.Query("max"); v != "" {
 		n, ok := parseCount(v, pull.MaxClaim)
@@ -113,11 +113,8 @@ func readReport(c *gin.Context) (pull.Report, error) {
 	if err := decodeJSON(c.Request, &in, adminBodyLimit); err != nil {
 		return pull.Report{}, err
 	}
-	if strings.TrimSpace(in.WorkerID) == "" {
-		return pull.Report{}, badRequest("workerId is required", FieldError{Pointer: "/workerId", Message: "is required"})
-	}
-	if in.ExecutionTimeMs < 0 {
-		return pull.Report{}, badRequest("executionTimeMs must not be negative", FieldError{Pointer: "/executionTimeMs", Message: "must not be negative"})
+	if err := checkReport(&in); err != nil {
+		return pull.Report{}, err
 	}
 	return pull.Report(in), nil
 }
@@ -173,8 +170,8 @@ func (s *Server) heartbeatJob(c *gin.Context) error {
 	if err := decodeJSON(c.Request, &in, adminBodyLimit); err != nil {
 		return err
 	}
-	if strings.TrimSpace(in.WorkerID) == "" {
-		return badRequest("workerId is required", FieldError{Pointer: "/workerId", Message: "is required"})
+	if p := checkWorkerID(in.WorkerID, "workerId"); p != nil {
+		return p
 	}
 	until, err := s.cfg.Pull.Heartbeat(c.Request.Context(), c.Param("id"), in.WorkerID)
 	if err != nil {

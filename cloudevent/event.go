@@ -209,6 +209,13 @@ func rawString(v []byte) (string, bool) {
 // UnmarshalJSON decodes an event in the CloudEvents JSON format without
 // validating it beyond the JSON types of the attributes; see
 // [Event.Validate]. Extension numbers are kept as json.Number.
+//
+// Attribute values must be valid UTF-8: encoding/json would replace invalid
+// bytes, and an escaped lone UTF-16 surrogate (\ud800), by U+FFFD, so two
+// different ids would decode equal and collide as duplicates. An attribute
+// holding either is an *AttributeError. Data is kept byte for byte and not
+// checked here (events stored before this rule must still decode); ingest
+// checks it.
 func (e *Event) UnmarshalJSON(b []byte) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &raw); err != nil {
@@ -219,6 +226,9 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	}
 	*e = Event{}
 	var errs []error
+	if !utf8.Valid(b) {
+		errs = append(errs, invalidUTF8(raw)...)
+	}
 	str := func(name string, dst *string) {
 		v, ok := raw[name]
 		if !ok || string(v) == "null" {
@@ -228,6 +238,9 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		if !ok {
 			errs = append(errs, &AttributeError{Name: name, Message: "must be a string"})
 			return
+		}
+		if hasLoneSurrogate(v) {
+			errs = append(errs, &AttributeError{Name: name, Message: msgLoneSurrogate})
 		}
 		*dst = str
 	}
@@ -273,6 +286,9 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			errs = append(errs, &AttributeError{Name: k, Message: err.Error()})
 			continue
 		}
+		if _, isString := val.(string); isString && hasLoneSurrogate(v) {
+			errs = append(errs, &AttributeError{Name: k, Message: msgLoneSurrogate})
+		}
 		if val == nil {
 			continue
 		}
@@ -282,6 +298,80 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		e.Extensions[k] = val
 	}
 	return errors.Join(errs...)
+}
+
+const msgLoneSurrogate = `must be valid UTF-8: an escaped lone UTF-16 surrogate (\ud800–\udfff without its pair) is not a character`
+
+// invalidUTF8 locates the invalid UTF-8 of an event whose JSON is not
+// valid UTF-8: one error per attribute whose value holds some
+// (json.RawMessage keeps the bytes as they came). Data is left alone (see
+// UnmarshalJSON); a name with invalid bytes decodes with U+FFFD in it,
+// which Validate refuses.
+func invalidUTF8(raw map[string]json.RawMessage) []error {
+	var errs []error
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if k != "data" && !utf8.Valid(raw[k]) {
+			errs = append(errs, &AttributeError{Name: k, Message: "must be valid UTF-8"})
+		}
+	}
+	return errs
+}
+
+// hasLoneSurrogate reports whether the JSON string v escapes a UTF-16
+// surrogate that is not part of a high-low pair. A string without a \u
+// escape costs one search.
+func hasLoneSurrogate(v []byte) bool {
+	if !bytes.Contains(v, []byte(`\u`)) {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] != '\\' {
+			continue
+		}
+		if i+1 >= len(v) || v[i+1] != 'u' {
+			i++ // skip the escaped character: \\u is no \u escape
+			continue
+		}
+		r, ok := hex4(v, i+2)
+		if !ok {
+			continue
+		}
+		switch {
+		case r >= 0xd800 && r < 0xdc00:
+			if i+11 < len(v) && v[i+6] == '\\' && v[i+7] == 'u' {
+				if lo, ok := hex4(v, i+8); ok && lo >= 0xdc00 && lo < 0xe000 {
+					i += 11
+					continue
+				}
+			}
+			return true
+		case r >= 0xdc00 && r < 0xe000:
+			return true
+		}
+		i += 5
+	}
+	return false
+}
+
+// hex4 decodes the four hex digits of v at i.
+func hex4(v []byte, i int) (rune, bool) {
+	if i+4 > len(v) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range v[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 func decodeExtension(v json.RawMessage) (any, error) {
@@ -341,7 +431,10 @@ func (e *Event) Validate() error {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.Extensions)) {
-		if !validExtensionName(k) {
+		switch {
+		case len(k) > MaxNameLength:
+			errs = append(errs, &AttributeError{Name: k, Message: fmt.Sprintf("extension names must be at most %d characters", MaxNameLength)})
+		case !validExtensionName(k):
 			errs = append(errs, &AttributeError{Name: k, Message: "extension names must be lower-case letters and digits"})
 		}
 	}
@@ -349,7 +442,7 @@ func (e *Event) Validate() error {
 }
 
 func validExtensionName(s string) bool {
-	if s == "" || len(s) > 64 {
+	if s == "" || len(s) > MaxNameLength {
 		return false
 	}
 	for i := range len(s) {

@@ -8,11 +8,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/httpfield"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/pipelinetest"
 	"github.com/hooklane/hooklane/schema"
@@ -102,14 +106,65 @@ func addSeeds(f *testing.F) {
 		{200, "application/cloudevents+json; charset=\"", false, "", "", "", "", `{`},
 		{200, "multipart/form-data", false, "", "", "", "", `x`},
 		{2, "", false, "", "", "", "", `{"specversion":"1.0","id":"6","source":"/s","type":"shop.order.created","data":{"amount":1e308,"currency":"EUR","email":"x"}}`},
+		// Issue 21: numbers the schema validator's numeric keywords cannot
+		// take (panic past 1e1000000, tens of ms below).
+		{0, "", false, "", "", "", "", `{"specversion":"1.0","id":"7","source":"/s","type":"shop.order.created","data":{"amount":1e1000001,"currency":"EUR"}}`},
+		{0, "", false, "", "", "", "", `{"specversion":"1.0","id":"8","source":"/s","type":"shop.order.created","data":{"amount":-1e-999999,"currency":"USD"}}`},
+		{1, "", false, "", "", "", "", `[{"specversion":"1.0","id":"9","source":"/s","type":"shop.order.created","data":{"amount":12345678901234567890123456789012345678901234567890123456789012345678901234567890123456789012345678901,"currency":"EUR"}}]`},
+		// Extension counts around the limit, and values that cannot be
+		// HTTP headers (control characters, invalid trace context).
+		{0, "", false, "", "", "", "", `{"specversion":"1.0","id":"10","source":"/s","type":"shop.any",` + fuzzExtensions(51) + `}`},
+		{0, "", false, "", "", "", "", `{"specversion":"1.0","id":"11","source":"/s","type":"shop.any",` + fuzzExtensions(50) + `}`},
+		{0, "", false, "", "", "", "", `{"specversion":"1.0","id":"12","source":"/s","type":"shop.any","region":"eu\r\nX-Injected: 1"}`},
+		{0, "", false, "", "", "", "", `{"specversion":"1.0","id":"13","source":"/s","type":"shop.any","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","tracestate":"k=v"}`},
+		{0, "", false, "", "", "", "", `{"specversion":"1.0","id":"14","source":"/s","type":"shop.any","traceparent":"00-zz"}`},
+		{4, "", true, "shop.any", "bin-5", "", "region", `text`},
+		{2, "", true, "shop.any", "bin%0A6", "", "", `{}`},
+		// Invalid UTF-8 and lone surrogates in ids.
+		{0, "", false, "", "", "", "", "{\"specversion\":\"1.0\",\"id\":\"a\xff\",\"source\":\"/s\",\"type\":\"shop.any\"}"},
+		{0, "", false, "", "", "", "", `{"specversion":"1.0","id":"a\ud800","source":"/s","type":"shop.any"}`},
+		{5, "", true, "shop.any", "bin%FF7", "", "", "\x00"},
 	}
 	for _, s := range seeds {
 		f.Add(s.pick, s.ct, s.binary, s.ceType, s.ceID, s.ceVersion, s.ceExt, []byte(s.body))
 	}
 }
 
-// FuzzParse checks that no request makes Parse panic, and that every
-// rejection is a 400, 413 or 415 *ingest.Error.
+// fuzzExtensions returns n extension members `"xI":"v"`, joined by commas.
+func fuzzExtensions(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = `"x` + strconv.Itoa(i) + `":"v"`
+	}
+	return strings.Join(parts, ",")
+}
+
+// requireDeliverable checks what Parse promises of an event it accepts:
+// a valid envelope, within the limits, every string attribute valid UTF-8
+// and sendable as an HTTP header, and a JSON encoding.
+func requireDeliverable(t *testing.T, ev *cloudevent.Event) {
+	t.Helper()
+	require.NoError(t, ev.Validate())
+	require.NoError(t, ev.CheckDeliverable())
+	require.LessOrEqual(t, len(ev.Extensions), cloudevent.MaxExtensions)
+	for _, v := range []string{ev.ID, ev.Source, ev.Type, ev.Subject, ev.DataSchema, ev.DataContentType} {
+		require.True(t, utf8.ValidString(v), "%q", v)
+		require.NoError(t, httpfield.CheckValue(v))
+	}
+	for name := range ev.Extensions {
+		require.True(t, utf8.ValidString(ev.Ext(name)), "%s: %q", name, ev.Ext(name))
+		require.NoError(t, httpfield.CheckValue(ev.Ext(name)), name)
+	}
+	if ev.Data != nil {
+		require.True(t, utf8.Valid(ev.Data), "data %q", ev.Data)
+	}
+	_, err := json.Marshal(ev)
+	require.NoError(t, err)
+}
+
+// FuzzParse checks that no request makes Parse panic, that every
+// rejection is a 400, 413, 415 or 422 *ingest.Error, and that every event
+// it accepts keeps Parse's promises (requireDeliverable).
 func FuzzParse(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, pick uint8, ct string, binary bool, ceType, ceID, ceVersion, ceExt string, body []byte) {
@@ -119,11 +174,76 @@ func FuzzParse(f *testing.F) {
 		if err == nil {
 			require.NotEmpty(t, req.Events)
 			for i := range req.Events {
-				require.NoError(t, req.Events[i].Validate())
-				// A parsed event re-encodes as JSON.
-				_, merr := json.Marshal(&req.Events[i])
-				require.NoError(t, merr)
+				requireDeliverable(t, &req.Events[i])
 			}
+		}
+	})
+}
+
+// FuzzParseAttributes fuzzes what one event carries: how many extensions
+// (past the limit too), one attribute's name and value (control
+// characters, invalid UTF-8, trace context, lengths), in structured or
+// binary mode. Accepted events keep Parse's promises; the rest are 4xx with
+// pointers.
+func FuzzParseAttributes(f *testing.F) {
+	for _, s := range []struct {
+		n           uint16
+		name, value string
+		binary      bool
+	}{
+		{0, "region", "eu", false},
+		{50, "region", "eu", false},
+		{49, "region", "eu", true},
+		{51, "region", "eu", false},
+		{60, "traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", true},
+		{3000, "x", "v", false},
+		{0, "traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", false},
+		{0, "traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r", false},
+		{0, "tracestate", "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE", true},
+		{0, "tracestate", "Rojo=1", false},
+		{0, "subject", "a\nb", false},
+		{0, "subject", "a%0Ab", true},
+		{0, "id", "a\xff", false},
+		{0, "id", "a%FF", true},
+		{0, "deduplicationid", "k\x00", false},
+		{0, "region", strings.Repeat("v", 4097), false},
+		{0, "datacontenttype", "text/plain\x7f", false},
+		{0, strings.Repeat("n", 65), "v", false},
+		{0, "Upper", "v", true},
+	} {
+		f.Add(s.n, s.name, s.value, s.binary)
+	}
+	f.Fuzz(func(t *testing.T, n uint16, name, value string, binary bool) {
+		n %= 4 * cloudevent.MaxExtensions
+		var r *http.Request
+		if binary {
+			r = httptest.NewRequest(http.MethodPost, "/api/events", strings.NewReader(`{"a":1}`))
+			h := r.Header
+			h["Content-Type"] = []string{"application/json"}
+			h["Ce-Specversion"] = []string{"1.0"}
+			h["Ce-Id"] = []string{"f-1"}
+			h["Ce-Source"] = []string{"/fuzz"}
+			h["Ce-Type"] = []string{"shop.any"}
+			for i := range int(n) {
+				h["Ce-X"+strconv.Itoa(i)] = []string{"v"}
+			}
+			h["Ce-"+name] = []string{value}
+		} else {
+			ev := map[string]any{"specversion": "1.0", "id": "f-1", "source": "/fuzz", "type": "shop.any", "data": map[string]any{"a": 1}}
+			for i := range int(n) {
+				ev["x"+strconv.Itoa(i)] = "v"
+			}
+			ev[name] = value
+			body, err := json.Marshal(ev)
+			require.NoError(t, err)
+			r = httptest.NewRequest(http.MethodPost, "/api/events", bytes.NewReader(body))
+			r.Header.Set("Content-Type", ingest.ContentTypeStructured)
+		}
+		req, err := ingest.Parse(r, ingest.Limits{})
+		requireInputError(t, err)
+		if err == nil {
+			require.Len(t, req.Events, 1)
+			requireDeliverable(t, &req.Events[0])
 		}
 	})
 }
@@ -176,7 +296,8 @@ func newPipeline(tb testing.TB) *pipeline {
 
 // FuzzIngestPipeline runs Parse and Service.Ingest over real adapters: no
 // input may panic or fail with anything but a 400, 413, 415 or 422
-// *ingest.Error (a plain error would be a 503, a panic a 500).
+// *ingest.Error (a plain error would be a 503, a panic a 500). Its seeds
+// include the numbers that broke the schema validator (issue 21).
 func FuzzIngestPipeline(f *testing.F) {
 	addSeeds(f)
 	p := newPipeline(f)
@@ -221,6 +342,13 @@ func FuzzIngestData(f *testing.F) {
 		{2, "", "eu", `{"amount":1e308,"items":[{"sku":"A"}]}`, false},
 		{3, "", "", `null`, true},
 		{0, "", "", `{"amount":1,"currency":"USD","items":[{"sku":"X-1"},{},{"sku":7}]}`, false},
+		// Issue 21: huge exponents and digit counts under minimum, enum
+		// and the other numeric keywords.
+		{0, "", "", `{"amount":1e1000001,"currency":"EUR"}`, false},
+		{0, "1.0", "", `{"amount":-1E+999999,"currency":"EUR"}`, true},
+		{0, "", "", `{"amount":1,"currency":1e-999999}`, false},
+		{0, "", "eu", `{"amount":1.` + strings.Repeat("5", 120) + `,"currency":"USD"}`, false},
+		{0, "", "", `{"amount":1,"currency":"EUR","items":[{"sku":"A-1","n":1e400}]}`, false},
 	} {
 		f.Add(s.pick, s.dataversion, s.region, []byte(s.data), s.batch)
 	}

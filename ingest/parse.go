@@ -8,12 +8,15 @@ import (
 	"io"
 	"maps"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hooklane/hooklane/cloudevent"
 )
@@ -103,8 +106,12 @@ func DetectMode(h http.Header) (Mode, bool) {
 
 // Parse reads and decodes an ingest request in any of the three content
 // modes. It checks the JSON well-formedness, the size limits and each
-// event's envelope (API.md §1 steps 1 and 2). It returns an *Error for bad
-// input and a plain error only when reading the body fails.
+// event's envelope (API.md §1 steps 1 and 2), then that each event can be
+// stored and delivered as it came (cloudevent.Event.CheckDeliverable: the
+// attribute limits, values that can be sent as HTTP headers, W3C trace
+// context): a 422 pointing at the attribute. Every failure is an *Error: a
+// body that cannot be read is the client's (400 when cut off or malformed,
+// 408 when it does not arrive within the server's read timeout).
 func Parse(r *http.Request, limits Limits) (*Request, error) {
 	limits = limits.withDefaults()
 	mode, ok := DetectMode(r.Header)
@@ -120,7 +127,7 @@ func Parse(r *http.Request, limits Limits) (*Request, error) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limits.MaxRequestBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("read request body: %w", err)
+		return nil, readError(err)
 	}
 	if int64(len(body)) > limits.MaxRequestBytes {
 		return nil, tooLarge(fmt.Sprintf("the request body exceeds %d bytes", limits.MaxRequestBytes))
@@ -167,13 +174,98 @@ func decodeStructured(body []byte, prefix string) (cloudevent.Event, *Error) {
 	if !json.Valid(trimmed) {
 		return ev, badRequest("the body is not well-formed JSON", Violation{Pointer: prefix, Message: "malformed JSON: " + syntaxError(trimmed)})
 	}
+	// An event of thousands of members would cost a map entry and a decoded
+	// value each before the count could be checked: count them first, on
+	// the bytes, and refuse an event that cannot be within the limit (every
+	// member but the ten specification ones is an extension).
+	if countMembers(trimmed, maxMembers+1) > maxMembers {
+		return ev, unprocessable("the event carries too many attributes",
+			Violation{Pointer: prefix, Message: fmt.Sprintf("carries more than %d extension attributes; at most %d are allowed", cloudevent.MaxExtensions, cloudevent.MaxExtensions)})
+	}
 	if err := ev.UnmarshalJSON(trimmed); err != nil {
 		return ev, envelopeError(err, prefix)
+	}
+	if ev.Data != nil && !utf8.Valid(ev.Data) {
+		// JSON is UTF-8 (RFC 8259): invalid bytes in data would be
+		// replaced by U+FFFD wherever it is decoded (schema validation,
+		// filters) but delivered as they came.
+		return ev, badRequest("the event is not a valid CloudEvent", Violation{Pointer: prefix + "/data", Message: "must be valid UTF-8"})
 	}
 	if err := validateEnvelope(&ev); err != nil {
 		return ev, envelopeError(err, prefix)
 	}
+	if err := ev.CheckDeliverable(); err != nil {
+		return ev, undeliverableError(err, prefix)
+	}
 	return ev, nil
+}
+
+// maxMembers is the most members an event object can have within the
+// limits: the specification attributes and data members, and
+// cloudevent.MaxExtensions extensions.
+const maxMembers = cloudevent.MaxExtensions + 10
+
+// countMembers returns the number of members of the JSON object obj (valid
+// JSON), counting no further than stop. It reads the bytes once, skipping
+// over strings with bytes.IndexByte, and allocates nothing; an object too
+// short to hold stop members is not read at all.
+func countMembers(obj []byte, stop int) int {
+	// The shortest member is `"":0`, and members are separated by commas.
+	if len(obj) < 2+5*stop-1 {
+		return 0
+	}
+	depth, n := 0, 0
+	for i := 0; i < len(obj); i++ {
+		switch obj[i] {
+		case '"':
+			if depth == 1 && (n == 0 || obj[lastNonSpace(obj, i)] == ',') {
+				n++
+				if n >= stop {
+					return n
+				}
+			}
+			i = stringEnd(obj, i)
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		}
+	}
+	return n
+}
+
+// stringEnd returns the index of the quote that closes the JSON string
+// opened at obj[start] (len(obj) when there is none).
+func stringEnd(obj []byte, start int) int {
+	for i := start + 1; ; {
+		q := bytes.IndexByte(obj[i:], '"')
+		if q < 0 {
+			return len(obj)
+		}
+		i += q
+		// The quote is escaped when an odd number of backslashes precede it.
+		backslashes := 0
+		for j := i - 1; j > start && obj[j] == '\\'; j-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return i
+		}
+		i++
+	}
+}
+
+// lastNonSpace returns the index of the last byte before i that is not
+// JSON whitespace ('{' at worst, for a member of a valid object).
+func lastNonSpace(b []byte, i int) int {
+	for i--; i > 0; i-- {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return i
+	}
+	return 0
 }
 
 // validateEnvelope checks the CloudEvents attributes (cloudevent.Validate)
@@ -228,8 +320,10 @@ func decodeBatch(body []byte, limits Limits) ([]cloudevent.Event, *Error) {
 		return nil, badRequest("a batch must hold at least one event", Violation{Pointer: "", Message: "must not be empty"})
 	}
 	events := make([]cloudevent.Event, len(items))
-	var violations []Violation
-	var status int
+	// Each item's first failing step decides its answer; the batch answers
+	// the earliest step any item fails (400 before 422), with the
+	// violations of that step.
+	var first *Error
 	for i, raw := range items {
 		prefix := "/" + strconv.Itoa(i)
 		if int64(len(raw)) > limits.MaxEventBytes {
@@ -237,15 +331,17 @@ func decodeBatch(body []byte, limits Limits) ([]cloudevent.Event, *Error) {
 				Violation{Pointer: prefix, Message: fmt.Sprintf("exceeds %d bytes", limits.MaxEventBytes)})
 		}
 		ev, perr := decodeStructured(raw, prefix)
-		if perr != nil {
-			violations = append(violations, perr.Violations...)
-			status = perr.Status
-			continue
+		switch {
+		case perr == nil:
+			events[i] = ev
+		case first == nil || perr.Status < first.Status:
+			first = &Error{Status: perr.Status, Title: perr.Title, Detail: "the batch holds invalid events; nothing was stored", Violations: perr.Violations}
+		case perr.Status == first.Status:
+			first.Violations = append(first.Violations, perr.Violations...)
 		}
-		events[i] = ev
 	}
-	if len(violations) > 0 {
-		return nil, &Error{Status: status, Title: "Bad Request", Detail: "the batch holds invalid events; nothing was stored", Violations: violations}
+	if first != nil {
+		return nil, first
 	}
 	return events, nil
 }
@@ -262,6 +358,10 @@ func decodeBinary(h http.Header, body []byte) (cloudevent.Event, *Error) {
 		v, err := url.PathUnescape(values[0])
 		if err != nil {
 			v = values[0]
+		}
+		if !utf8.ValidString(v) {
+			violations = append(violations, Violation{Pointer: "/" + escapePointerToken(attr), Message: "must be valid UTF-8 (after percent-decoding)"})
+			continue
 		}
 		switch attr {
 		case "specversion":
@@ -304,16 +404,24 @@ func decodeBinary(h http.Header, body []byte) (cloudevent.Event, *Error) {
 			if !json.Valid(body) {
 				return ev, badRequest("the body is not well-formed JSON", Violation{Pointer: "/data", Message: "malformed JSON: " + syntaxError(body)})
 			}
+			if !utf8.Valid(body) {
+				return ev, badRequest("JSON data must be UTF-8", Violation{Pointer: "/data", Message: "must be valid UTF-8"})
+			}
 			ev.Data = append(json.RawMessage(nil), bytes.TrimSpace(body)...)
-		case strings.HasPrefix(mt, "text/"):
+		case strings.HasPrefix(mt, "text/") && utf8.Valid(body):
 			s, _ := json.Marshal(string(body))
 			ev.Data = s
 		default:
+			// Binary data, and text that is not UTF-8 (Latin-1, say): a JSON
+			// string would replace its bytes, so it is kept as data_base64.
 			ev.DataBase64 = append([]byte(nil), body...)
 		}
 	}
 	if err := validateEnvelope(&ev); err != nil {
 		return ev, envelopeError(err, "")
+	}
+	if err := ev.CheckDeliverable(); err != nil {
+		return ev, undeliverableError(err, "")
 	}
 	return ev, nil
 }
@@ -325,6 +433,19 @@ func isJSONMediaType(mt string) bool {
 // envelopeError turns the attribute errors of an event into a 400 with one
 // violation per attribute.
 func envelopeError(err error, prefix string) *Error {
+	return badRequest("the event is not a valid CloudEvent", attributeViolations(err, prefix)...)
+}
+
+// undeliverableError turns what cloudevent.Event.CheckDeliverable found into
+// a 422 with one violation per attribute: a well-formed event that breaks a
+// rule of the gateway.
+func undeliverableError(err error, prefix string) *Error {
+	return unprocessable("the event breaks the gateway's limits or cannot be delivered as it is", attributeViolations(err, prefix)...)
+}
+
+// attributeViolations locates each attribute error of err (one, or a join)
+// at prefix + "/" + its name, or at prefix when it has no name.
+func attributeViolations(err error, prefix string) []Violation {
 	var violations []Violation
 	var errs []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok { //nolint:errorlint // walking a join, not matching
@@ -335,12 +456,29 @@ func envelopeError(err error, prefix string) *Error {
 	for _, e := range errs {
 		var ae *cloudevent.AttributeError
 		if errors.As(e, &ae) {
-			violations = append(violations, Violation{Pointer: prefix + "/" + escapePointerToken(ae.Name), Message: ae.Message})
+			ptr := prefix
+			if ae.Name != "" {
+				ptr += "/" + escapePointerToken(ae.Name)
+			}
+			violations = append(violations, Violation{Pointer: ptr, Message: ae.Message})
 			continue
 		}
 		violations = append(violations, Violation{Pointer: prefix, Message: e.Error()})
 	}
-	return badRequest("the event is not a valid CloudEvent", violations...)
+	return violations
+}
+
+// readError answers a request body that could not be read. The client is
+// at fault either way: a body that stopped before its Content-Length, or
+// broken chunked framing, is a 400; one that did not arrive within the
+// server's read timeout (http.Server.ReadTimeout) a 408.
+func readError(err error) *Error {
+	var ne net.Error
+	if errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return &Error{Status: http.StatusRequestTimeout, Title: "Request Timeout",
+			Detail: "the request body did not arrive in time: " + err.Error()}
+	}
+	return badRequest("the request body could not be read (cut off or malformed): " + err.Error())
 }
 
 // syntaxError describes where a JSON document breaks.

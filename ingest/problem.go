@@ -15,7 +15,7 @@ type Violation struct {
 // Error is a rejection of an ingest request: the HTTP status it calls for
 // and what is wrong. The api package renders it as problem+json.
 type Error struct {
-	// Status is 400, 413, 415 or 422.
+	// Status is 400, 408, 413, 415 or 422.
 	Status int
 	// Title is a short summary.
 	Title string

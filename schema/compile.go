@@ -41,11 +41,29 @@ func (refusingLoader) Load(url string) (any, error) {
 
 // Compile compiles a JSON Schema with format assertions on: draft 2020-12
 // by default, or the draft its $schema names (draft-07, 2019-09, -06 and
-// -04 are known). A schema that does not compile is a *CompileError.
-func Compile(code, version string, raw []byte) (*jsonschema.Schema, error) {
+// -04 are known). A schema that does not compile is a *CompileError, and so
+// is one the validator could not use safely:
+//   - a number past MaxNumberDigits or MaxNumberExponent (the validator
+//     would spend tens of milliseconds on it per event, or ignore it);
+//   - a loop of keywords that apply the schema to the same value again
+//     ({"$ref": "#"}, definitions referring to each other without a
+//     "properties" or "items" between): it would reject every event.
+//     Recursion that descends into the value, such as a tree whose
+//     "children" items refer back to the root, is allowed.
+//
+// A panic of the compiler is a *CompileError too.
+func Compile(code, version string, raw []byte) (sch *jsonschema.Schema, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			sch, err = nil, &CompileError{Message: fmt.Sprintf("the schema compiler failed on this schema: %v", r), Err: fmt.Errorf("compiler panic: %v", r)}
+		}
+	}()
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, &CompileError{Message: "is not valid JSON: " + err.Error(), Err: err}
+	}
+	if vs := numberViolations(doc, ""); len(vs) > 0 {
+		return nil, &CompileError{Pointer: vs[0].Pointer, Message: vs[0].Message, Err: errors.New(vs[0].Message)}
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -55,9 +73,13 @@ func Compile(code, version string, raw []byte) (*jsonschema.Schema, error) {
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, &CompileError{Message: err.Error(), Err: err}
 	}
-	sch, err := c.Compile(url)
+	sch, err = c.Compile(url)
 	if err != nil {
 		return nil, compileError(err)
+	}
+	if ptr, path, found := refCycle(sch, url); found {
+		msg := "refers to itself without end (" + path + "): each step of a recursion must descend into a property or an item"
+		return nil, &CompileError{Pointer: ptr, Message: msg, Err: errors.New(msg)}
 	}
 	return sch, nil
 }

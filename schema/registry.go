@@ -66,6 +66,9 @@ type Registry struct {
 type cachedType struct {
 	t        *EventType // nil when the type does not exist
 	compiled map[string]*jsonschema.Schema
+	// failed holds the compile error of each version whose stored schema
+	// does not compile, so it is compiled and logged once, not per event.
+	failed map[string]error
 }
 
 // Resolution is the outcome of a successful validation.
@@ -84,7 +87,14 @@ type Resolution struct {
 type Rejection struct {
 	Detail     string
 	Violations []Violation
+	// Err is set when the data could not be judged rather than failed the
+	// schema: a panic of the validator, a stored schema that no longer
+	// compiles. The event is refused all the same; Err is for the log.
+	Err error
 }
+
+// Unwrap returns Err.
+func (r *Rejection) Unwrap() error { return r.Err }
 
 // Violation is one schema problem at a JSON pointer.
 type Violation struct {
@@ -154,14 +164,26 @@ func (r *Registry) Validate(ctx context.Context, ev *cloudevent.Event) (Resoluti
 		return Resolution{}, nil
 	}
 	res := Resolution{Version: v.Version, Deprecated: v.Status == VersionDeprecated}
-	sch, err := r.compiled(ct, v)
+	sch, err := r.compiled(ctx, ct, v)
 	if err != nil {
-		return Resolution{}, err
+		// A stored schema that no longer compiles (stored before a rule
+		// of Compile existed) is not the producer's fault, but retrying
+		// cannot help either: refuse the event (422); compiled logged it
+		// for the operator, who must fix the version.
+		return Resolution{}, &Rejection{
+			Detail:     fmt.Sprintf("the schema of %s version %s does not compile; the event type's owner must fix it", ev.Type, v.Version),
+			Violations: []Violation{{Pointer: "/data", Message: "cannot be validated: the schema of version " + v.Version + " does not compile"}},
+			Err:        err,
+		}
 	}
 	if sch == nil {
 		return res, nil
 	}
 	if err := validateData(sch, ev); err != nil {
+		var rej *Rejection
+		if errors.As(err, &rej) && rej.Err != nil {
+			r.cfg.Logger.WarnContext(ctx, "event data could not be validated", "event_type", ev.Type, "version", v.Version, "error", rej.Err)
+		}
 		return Resolution{}, err
 	}
 	return res, nil
@@ -264,19 +286,31 @@ func CompareVersions(a, b string) int {
 	return 0
 }
 
-func (r *Registry) compiled(ct *cachedType, v *Version) (*jsonschema.Schema, error) {
+func (r *Registry) compiled(ctx context.Context, ct *cachedType, v *Version) (*jsonschema.Schema, error) {
 	if len(v.Schema) == 0 {
 		return nil, nil
 	}
 	r.mu.Lock()
 	sch, ok := ct.compiled[v.Version]
+	failed := ct.failed[v.Version]
 	r.mu.Unlock()
 	if ok {
 		return sch, nil
 	}
+	if failed != nil {
+		return nil, failed
+	}
 	sch, err := Compile(ct.t.Code, v.Version, v.Schema)
 	if err != nil {
-		return nil, fmt.Errorf("compile schema %s %s: %w", ct.t.Code, v.Version, err)
+		err = fmt.Errorf("compile schema %s %s: %w", ct.t.Code, v.Version, err)
+		r.cfg.Logger.WarnContext(ctx, "stored schema does not compile", "event_type", ct.t.Code, "version", v.Version, "error", err)
+		r.mu.Lock()
+		if ct.failed == nil {
+			ct.failed = make(map[string]error)
+		}
+		ct.failed[v.Version] = err
+		r.mu.Unlock()
+		return nil, err
 	}
 	r.mu.Lock()
 	ct.compiled[v.Version] = sch

@@ -32,22 +32,55 @@ func validateData(sch *jsonschema.Schema, ev *cloudevent.Event) error {
 			return &Rejection{Detail: "the event's data is not valid JSON", Violations: []Violation{{Pointer: "/data", Message: err.Error()}}}
 		}
 	}
-	err := sch.Validate(inst)
-	if err == nil {
+	return ValidateInstance(sch, inst)
+}
+
+// ValidateInstance validates data, decoded by jsonschema.UnmarshalJSON,
+// against sch, and returns nil or a *Rejection with one violation per
+// problem below /data. Numbers past MaxNumberDigits or MaxNumberExponent
+// are refused before the validator sees them (it would spend tens of
+// milliseconds on each, or panic), and a panic of the validator is a
+// *Rejection whose Err says what happened: bad data never crashes the
+// caller, nor answers 500.
+func ValidateInstance(sch *jsonschema.Schema, inst any) (err error) {
+	if vs := numberViolations(inst, "/data"); len(vs) > 0 {
+		return &Rejection{Detail: "the data holds numbers too large or too precise to validate", Violations: vs}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &Rejection{
+				Detail:     "the data could not be validated against the schema",
+				Violations: []Violation{{Pointer: "/data", Message: "the schema validator failed on this value"}},
+				Err:        fmt.Errorf("schema validator panic: %v", r),
+			}
+		}
+	}()
+	verr := sch.Validate(inst)
+	if verr == nil {
 		return nil
 	}
 	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return fmt.Errorf("validate data: %w", err)
+	if !errors.As(verr, &ve) {
+		return &Rejection{
+			Detail:     "the data could not be validated against the schema",
+			Violations: []Violation{{Pointer: "/data", Message: verr.Error()}},
+			Err:        fmt.Errorf("validate data: %w", verr),
+		}
 	}
 	return &Rejection{Detail: "the event's data does not match the schema of its type", Violations: Violations(ve)}
 }
+
+// maxViolations bounds the violations listed for one value: a megabyte of
+// wrongly typed items needs no megabyte of answer. Past it, one last entry
+// says how many more there are.
+const maxViolations = 100
 
 // Violations flattens a validation error into one violation per problem,
 // pointing below /data: a missing required property gives one entry per
 // property at the object that lacks it; an additional property that is not
 // allowed gives one entry at that property. They are ordered by pointer,
-// then message, without duplicates.
+// then message, without duplicates; past 100 of them, a last entry at /data
+// counts the rest.
 func Violations(ve *jsonschema.ValidationError) []Violation {
 	p := message.NewPrinter(language.English)
 	var out []Violation
@@ -80,7 +113,11 @@ func Violations(ve *jsonschema.ValidationError) []Violation {
 		}
 		return strings.Compare(a.Message, b.Message)
 	})
-	return slices.Compact(out)
+	out = slices.Compact(out)
+	if n := len(out); n > maxViolations {
+		out = append(out[:maxViolations], Violation{Pointer: "/data", Message: fmt.Sprintf("and %d more violations, not listed", n-maxViolations)})
+	}
+	return out
 }
 
 // DataPointer returns the JSON pointer of an instance location below /data.

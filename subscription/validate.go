@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/httpfield"
 )
 
 // Subscription defaults and limits (API.md §3).
@@ -129,12 +130,15 @@ func (s *Subscription) Validate() []FieldError {
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
 		ptr := "/headers/" + escapePointer(name)
-		if !validHeaderName(name) {
-			add(ptr, "must be a valid HTTP header name")
+		if err := httpfield.CheckName(name); err != nil {
+			add(ptr, err.Error())
 		} else if reservedHeader(name) {
 			add(ptr, "is set by the gateway and cannot be overridden")
-		} else if strings.ContainsAny(s.Headers[name], "\r\n\x00") {
-			add(ptr, "must not contain CR, LF or NUL")
+		} else if err := httpfield.CheckValue(s.Headers[name]); err != nil {
+			// Refused here, not at delivery: a value the HTTP client
+			// cannot send fails every attempt, and in BLOCK_ON_ERROR
+			// holds the whole message group.
+			add(ptr, err.Error())
 		}
 	}
 
@@ -199,23 +203,6 @@ func ValidateTargetURL(target string) error {
 		}
 	}
 	return nil
-}
-
-// validHeaderName reports whether s is an RFC 9110 token.
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := range len(s) {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // reservedHeader reports whether the gateway sets the header on every
