@@ -65,6 +65,10 @@ type Config struct {
 	// Metrics is served at /metrics and fed with HTTP request counts. Nil
 	// uses a fresh metrics.New (served, but fed by nothing else).
 	Metrics *metrics.Metrics
+	// MetricsOnOwnListener leaves /metrics off this server (404): the
+	// metrics are served on a listener of their own
+	// (HOOKLANE_METRICS_LISTEN). They are still fed.
+	MetricsOnOwnListener bool
 	// AllowPrivateTargets skips the target address check.
 	AllowPrivateTargets bool
 	// Resolver resolves target hosts for the address check; nil uses
@@ -164,7 +168,9 @@ func (s *Server) routes() {
 	e := s.engine
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", gin.WrapH(s.cfg.Metrics.Handler()))
+	if !s.cfg.MetricsOnOwnListener {
+		e.GET("/metrics", gin.WrapH(s.cfg.Metrics.Handler()))
+	}
 	if s.cfg.UI != nil {
 		// The dashboard is a static site over the public API, not an API
 		// operation, so openapi.json does not list it (routesOf builds the

@@ -21,6 +21,11 @@ import (
 type Config struct {
 	// Listen is the HTTP listen address. Default 127.0.0.1:8080.
 	Listen string
+	// MetricsListen, when set, is the address /metrics is served on, and
+	// only there (not on Listen). Default empty: /metrics on Listen. Metrics
+	// hold no secrets and take no writes, so it may be any address, with or
+	// without API keys.
+	MetricsListen string
 	// DataDir holds the embedded SQLite store. Default ./data.
 	DataDir string
 	// MongoURI selects the MongoDB store when set. Default empty (embedded).
@@ -149,6 +154,7 @@ func settings(c *Config) []setting {
 	}
 	return []setting{
 		{"listen", "HOOKLANE_LISTEN", "127.0.0.1:8080", "HTTP listen address", str(&c.Listen)},
+		{"metrics-listen", "HOOKLANE_METRICS_LISTEN", "", "serve /metrics on this address only, not on --listen (empty: on --listen)", str(&c.MetricsListen)},
 		{"data-dir", "HOOKLANE_DATA_DIR", "./data", "embedded store directory", str(&c.DataDir)},
 		{"mongo-uri", "HOOKLANE_MONGO_URI", "", "MongoDB connection string (empty: embedded store)", str(&c.MongoURI)},
 		{"mongo-database", "HOOKLANE_MONGO_DATABASE", "hooklane", "MongoDB database name", str(&c.MongoDatabase)},
@@ -285,6 +291,11 @@ func (c *Config) validate() error {
 		errs = append(errs, fmt.Errorf("HOOKLANE_LISTEN (--listen): %q is not host:port", c.Listen))
 	} else if c.keys.Len() == 0 && !isLoopback(host) {
 		errs = append(errs, fmt.Errorf("HOOKLANE_LISTEN (--listen): refusing to listen on %s without API keys: set HOOKLANE_API_KEYS (--api-keys) or HOOKLANE_API_KEYS_FILE (--api-keys-file), or listen on 127.0.0.1", c.Listen))
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			errs = append(errs, fmt.Errorf("HOOKLANE_METRICS_LISTEN (--metrics-listen): %q is not host:port", c.MetricsListen))
+		}
 	}
 	if c.MongoURI == "" && c.DataDir == "" {
 		errs = append(errs, errors.New("HOOKLANE_DATA_DIR (--data-dir): required for the embedded store"))

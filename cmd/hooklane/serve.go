@@ -194,6 +194,17 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		})
 		g.Go(func() error { return rt.Run(ctx) })
 	}
+	if cfg.MetricsListen != "" {
+		// Metrics on their own listener, whatever the roles: a router-only
+		// process is scraped too.
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.Handler())
+		addr, err := listenAndServe(ctx, g, cfg.MetricsListen, cfg.ShutdownTimeout, mux, logger)
+		if err != nil {
+			return err
+		}
+		logger.InfoContext(ctx, "metrics listener started", "metrics_listen", addr)
+	}
 	if roles["api"] {
 		tailer := stream.NewTailer(stream.TailerConfig{Store: st, Hub: hub, Logger: logger})
 		g.Go(func() error { return tailer.Run(ctx) })
@@ -210,9 +221,9 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, IDs: ids, Version: version, Logger: logger, Metrics: m,
 			Stream: api.StreamConfig{Hub: hub, Retention: cfg.StreamRetention}, Lease: cfg.Lease,
-			UI: ui.Handler(),
+			UI: ui.Handler(), MetricsOnOwnListener: cfg.MetricsListen != "",
 		})
-		addr, err := listenAndServe(ctx, g, cfg, srv.Handler(), logger)
+		addr, err := listenAndServe(ctx, g, cfg.Listen, cfg.ShutdownTimeout, srv.Handler(), logger)
 		if err != nil {
 			return err
 		}
@@ -258,12 +269,13 @@ func recoverEmbedded(ctx context.Context, r *pollers.Rescuer, logger *slog.Logge
 	return nil
 }
 
-// listenAndServe binds the listener now (so a bad address fails the start)
-// and serves until ctx ends, then shuts down within the shutdown timeout.
-func listenAndServe(ctx context.Context, g *errgroup.Group, cfg *Config, h http.Handler, logger *slog.Logger) (string, error) {
-	ln, err := net.Listen("tcp", cfg.Listen)
+// listenAndServe binds a listener on addr now (so a bad address fails the
+// start) and serves h until ctx ends, then shuts down within
+// shutdownTimeout. It returns the bound address.
+func listenAndServe(ctx context.Context, g *errgroup.Group, addr string, shutdownTimeout time.Duration, h http.Handler, logger *slog.Logger) (string, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		return "", fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	hs := &http.Server{
 		Handler:           h,
@@ -281,7 +293,7 @@ func listenAndServe(ctx context.Context, g *errgroup.Group, cfg *Config, h http.
 	})
 	g.Go(func() error {
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 		defer cancel()
 		if err := hs.Shutdown(sctx); err != nil {
 			return fmt.Errorf("shut down http: %w", err)
