@@ -118,9 +118,10 @@ func New(cfg Config) *Server {
 	e.ContextWithFallback = true
 	s := &Server{cfg: cfg, engine: e, workers: newWorkerRegistry(), pullDue: &dueSignal{}}
 	// Order: the request id first (so every later log line carries it),
-	// then the access log and metrics, then panic recovery, innermost, so a
-	// panic is logged and counted as the 500 it becomes.
-	e.Use(s.requestID, s.logRequests, s.recoverPanics)
+	// then the access log and metrics, then panic recovery, so a panic is
+	// logged and counted as the 500 it becomes; then, without API keys, the
+	// loopback-only guard (api/guard.go).
+	e.Use(s.requestID, s.logRequests, s.recoverPanics, s.localOnly)
 	// Every /api/* request needs a key (API.md conventions), also one that
 	// matches no route: without a key the answer is 401, not a map of the
 	// routes that exist.
