@@ -20,7 +20,7 @@ func (s *Server) getJob(c *gin.Context) error {
 	if err != nil {
 		return s.notFoundOr(err, "dispatch job")
 	}
-	return s.writeWithHistory(c, j.ID, j) // ?include=history: api/stream.go
+	return s.writeWithHistory(c, j.ID, jobForCaller(c, j)) // ?include=history: api/stream.go
 }
 
 func (s *Server) listJobs(c *gin.Context) error {
@@ -37,7 +37,7 @@ func (s *Server) listJobs(c *gin.Context) error {
 	if err != nil {
 		return err //nolint:wrapcheck // mapped by h
 	}
-	writePage(c, pg.Jobs, pg.NextCursor)
+	writePage(c, jobsForCaller(c, pg.Jobs), pg.NextCursor)
 	return nil
 }
 
@@ -132,7 +132,7 @@ func (s *Server) retryJob(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, s.queueNow(c, j))
+	c.JSON(http.StatusOK, jobForCaller(c, s.queueNow(c, j)))
 	return nil
 }
 
@@ -149,7 +149,7 @@ func (s *Server) cancelJob(c *gin.Context) error {
 		return err
 	}
 	s.releaseGroup(c, j)
-	c.JSON(http.StatusOK, j)
+	c.JSON(http.StatusOK, jobForCaller(c, j))
 	return nil
 }
 
@@ -320,10 +320,10 @@ func (s *Server) createTaskJob(c *gin.Context) error {
 	_, _ = s.cfg.Enqueuer.Enqueue(c.Request.Context(), []*dispatch.Job{j})
 	c.Header("Location", "/api/dispatch-jobs/"+j.ID)
 	if !generated {
-		c.JSON(http.StatusCreated, j)
+		c.JSON(http.StatusCreated, jobForCaller(c, j))
 		return nil
 	}
-	b, err := json.Marshal(j)
+	b, err := json.Marshal(jobForCaller(c, j))
 	if err != nil {
 		return fmt.Errorf("encode job: %w", err)
 	}

@@ -237,7 +237,7 @@ type claimed struct {
 func writeClaimed(c *gin.Context, items []claimed) error {
 	out := make([]json.RawMessage, 0, len(items))
 	for _, it := range items {
-		b, err := json.Marshal(it.job)
+		b, err := json.Marshal(jobForCaller(c, it.job))
 		if err != nil {
 			return fmt.Errorf("encode job: %w", err)
 		}
@@ -502,7 +502,7 @@ func (s *Server) completeJob(c *gin.Context) error {
 	if !repeat {
 		s.releaseGroup(c, j)
 	}
-	c.JSON(http.StatusOK, j)
+	c.JSON(http.StatusOK, jobForCaller(c, j))
 	return nil
 }
 
@@ -542,7 +542,7 @@ func (s *Server) failJob(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	out := gin.H{"retryScheduled": j.Status != dispatch.StatusError, "job": j}
+	out := gin.H{"retryScheduled": j.Status != dispatch.StatusError, "job": jobForCaller(c, j)}
 	if j.NextAttemptAt != nil {
 		out["nextAttemptAt"] = formatTime(*j.NextAttemptAt)
 	}

@@ -184,7 +184,7 @@ func (sw *sseWriter) flush() error {
 // event writes one message; withID false leaves the client's last event id
 // as it is (stream.gap).
 func (sw *sseWriter) event(e *stream.Event, withID bool) error {
-	data, err := e.CloudEvent()
+	data, err := maskedStatusEvent(e).CloudEvent()
 	if err != nil {
 		return fmt.Errorf("render status event %s: %w", e.ID, err)
 	}
@@ -291,7 +291,7 @@ func (s *Server) writeWithHistory(c *gin.Context, subject string, v any) error {
 	}
 	history := make([]json.RawMessage, 0, len(events))
 	for i := range events {
-		b, err := events[i].CloudEvent()
+		b, err := maskedStatusEvent(&events[i]).CloudEvent()
 		if err != nil {
 			return fmt.Errorf("render status event %s: %w", events[i].ID, err)
 		}
