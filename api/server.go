@@ -4,9 +4,11 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -62,6 +64,12 @@ type Config struct {
 	PoolChangedFunc func(id string)
 	// Keys are the API keys; empty means authentication is off.
 	Keys *KeySet
+	// TrustedProxies are the proxies (HOOKLANE_TRUSTED_PROXIES) whose
+	// X-Forwarded-For and X-Real-IP headers name the client in the access
+	// log; a request from any other address is logged with its own. Empty
+	// trusts none: a client can then not choose the address it is logged
+	// under.
+	TrustedProxies []netip.Prefix
 	// Metrics is served at /metrics and fed with HTTP request counts. Nil
 	// uses a fresh metrics.New (served, but fed by nothing else).
 	Metrics *metrics.Metrics
@@ -116,6 +124,17 @@ func New(cfg Config) *Server {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
+	// gin trusts every proxy unless told otherwise.
+	proxies := make([]string, len(cfg.TrustedProxies))
+	for i, p := range cfg.TrustedProxies {
+		proxies[i] = p.String()
+	}
+	if len(proxies) == 0 {
+		proxies = nil
+	}
+	if err := e.SetTrustedProxies(proxies); err != nil {
+		panic(fmt.Sprintf("api: trusted proxies %v: %v", proxies, err)) // netip.Prefix strings always parse
+	}
 	s := &Server{cfg: cfg, engine: e, workers: newWorkerRegistry(), pullDue: &dueSignal{}}
 	// Order: the request id first (so every later log line carries it),
 	// then the access log and metrics, then panic recovery, so a panic is

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -45,6 +46,11 @@ type Config struct {
 	// APIKeysFile is a file of API keys, one name:role:key entry per line
 	// (# starts a comment line), added to APIKeys. Default empty.
 	APIKeysFile string
+	// TrustedProxies are the reverse proxies and load balancers whose
+	// X-Forwarded-For / X-Real-IP name the client in the access log, as
+	// comma-separated CIDRs or IP addresses. Default empty: none is trusted,
+	// and the log shows the connection's own address.
+	TrustedProxies string
 	// AllowPrivateTargets permits loopback and private webhook targets.
 	AllowPrivateTargets bool
 	// AllowUnknownTypes accepts events of unregistered types.
@@ -99,6 +105,8 @@ type Config struct {
 	// keys are the parsed API keys of APIKeys and APIKeysFile, set by
 	// loadConfig; only their hashes are kept.
 	keys *api.KeySet
+	// trustedProxies is TrustedProxies parsed, set by validate.
+	trustedProxies []netip.Prefix
 }
 
 // setting is one configuration knob: its flag, its environment variable,
@@ -163,6 +171,7 @@ func settings(c *Config) []setting {
 		{"sqs-region", "HOOKLANE_SQS_REGION", "", "AWS region of the queue (empty: the standard AWS chain)", str(&c.SQSRegion)},
 		{"api-keys", "HOOKLANE_API_KEYS", "", "API keys as name:role:key, comma-separated (empty: auth off, loopback only)", str(&c.APIKeys)},
 		{"api-keys-file", "HOOKLANE_API_KEYS_FILE", "", "file of API keys, one name:role:key per line, # comments (added to --api-keys)", str(&c.APIKeysFile)},
+		{"trusted-proxies", "HOOKLANE_TRUSTED_PROXIES", "", "proxies whose X-Forwarded-For names the client, comma-separated CIDRs or IPs (empty: none)", str(&c.TrustedProxies)},
 		{"allow-private-targets", "HOOKLANE_ALLOW_PRIVATE_TARGETS", "false", "permit loopback/private webhook targets", boolean(&c.AllowPrivateTargets)},
 		{"allow-unknown-types", "HOOKLANE_ALLOW_UNKNOWN_TYPES", "false", "accept events of unregistered types", boolean(&c.AllowUnknownTypes)},
 		{"stream-retention", "HOOKLANE_STREAM_RETENTION", "1h", "how long status events stay replayable", dur(&c.StreamRetention)},
@@ -292,6 +301,11 @@ func (c *Config) validate() error {
 	} else if c.keys.Len() == 0 && !isLoopback(host) {
 		errs = append(errs, fmt.Errorf("HOOKLANE_LISTEN (--listen): refusing to listen on %s without API keys: set HOOKLANE_API_KEYS (--api-keys) or HOOKLANE_API_KEYS_FILE (--api-keys-file), or listen on 127.0.0.1", c.Listen))
 	}
+	proxies, err := parseTrustedProxies(c.TrustedProxies)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("HOOKLANE_TRUSTED_PROXIES (--trusted-proxies): %w", err))
+	}
+	c.trustedProxies = proxies
 	if c.MetricsListen != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
 			errs = append(errs, fmt.Errorf("HOOKLANE_METRICS_LISTEN (--metrics-listen): %q is not host:port", c.MetricsListen))
@@ -301,6 +315,29 @@ func (c *Config) validate() error {
 		errs = append(errs, errors.New("HOOKLANE_DATA_DIR (--data-dir): required for the embedded store"))
 	}
 	return errors.Join(errs...)
+}
+
+// parseTrustedProxies reads comma-separated CIDRs and IP addresses (an
+// address is its own /32 or /128).
+func parseTrustedProxies(spec string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	var errs []error
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(part); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		if a, err := netip.ParseAddr(part); err == nil && a.Zone() == "" {
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%q is neither a CIDR nor an IP address", part))
+	}
+	return out, errors.Join(errs...)
 }
 
 // loadKeys parses the keys of HOOKLANE_API_KEYS and of the file

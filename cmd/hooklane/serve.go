@@ -126,6 +126,13 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			return err
 		}
 	}
+	proxies := cfg.trustedProxies
+	if proxies == nil { // a Config not made by loadConfig
+		var err error
+		if proxies, err = parseTrustedProxies(cfg.TrustedProxies); err != nil {
+			return fmt.Errorf("HOOKLANE_TRUSTED_PROXIES (--trusted-proxies): %w", err)
+		}
+	}
 	st, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -218,7 +225,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		srv := api.New(api.Config{
 			Store: st, Queue: q, Ingest: svc, Enqueuer: enq,
 			Limits:        ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
-			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys,
+			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys, TrustedProxies: proxies,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, IDs: ids, Version: version, Logger: logger, Metrics: m,
 			Stream: api.StreamConfig{Hub: hub, Retention: cfg.StreamRetention}, Lease: cfg.Lease,
 			UI: ui.Handler(), MetricsOnOwnListener: cfg.MetricsListen != "",
