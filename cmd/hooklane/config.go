@@ -223,11 +223,9 @@ func (f *funcValue) Set(v string) error {
 func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	c := &Config{}
 	all := settings(c)
-	fs := flag.NewFlagSet("hooklane serve", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	for _, s := range all {
-		fs.Var(&funcValue{set: s.set, cur: s.def, isBool: s.def == "true" || s.def == "false"}, s.flag, fmt.Sprintf("%s (env %s, default %q)", s.usage, s.env, s.def))
-	}
+	fs := serveFlags(all)
+	// The caller reports a bad flag; -h is answered by serveHelp.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("parse flags: %w", err)
 	}
@@ -263,6 +261,24 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// serveFlags returns the flag set of `hooklane serve`: one flag per setting.
+func serveFlags(all []setting) *flag.FlagSet {
+	fs := flag.NewFlagSet("hooklane serve", flag.ContinueOnError)
+	for _, s := range all {
+		fs.Var(&funcValue{set: s.set, cur: s.def, isBool: s.def == "true" || s.def == "false"}, s.flag, fmt.Sprintf("%s (env %s, default %q)", s.usage, s.env, s.def))
+	}
+	return fs
+}
+
+// serveHelp writes the help of `hooklane serve -h`: every flag with its
+// environment variable and default.
+func serveHelp(w io.Writer) {
+	fs := serveFlags(settings(&Config{}))
+	fs.SetOutput(w)
+	fmt.Fprintln(w, "usage: hooklane serve [flags]\n\nEvery flag is also an environment variable; the flag wins.\n\nflags:")
+	fs.PrintDefaults()
 }
 
 // roles returns the roles to run.
