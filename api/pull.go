@@ -635,10 +635,7 @@ func (s *Server) listWorkers(c *gin.Context) error {
 		items = append(items, workerView{WorkerID: id, InFlight: ids, LastSeenAt: formatTime(t)})
 	}
 	// Sorted by worker id, so a worker keeps its place between polls.
-	items, next, err := pageSorted(items, func(w workerView) string { return w.WorkerID }, false, limit, cursor)
-	if err != nil {
-		return err
-	}
+	items, next := pageSorted(items, func(w workerView) string { return w.WorkerID }, false, limit, cursor)
 	writePage(c, items, next)
 	return nil
 }

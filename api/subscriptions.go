@@ -171,10 +171,7 @@ func (s *Server) listSubscriptionsForType(c *gin.Context, want *subscription.Lis
 		}
 		p.Cursor = pg.NextCursor
 	}
-	items, next, err := pageDesc(all, func(sub *subscription.Subscription) string { return sub.ID }, want.Limit, want.Cursor)
-	if err != nil {
-		return err
-	}
+	items, next := pageDesc(all, func(sub *subscription.Subscription) string { return sub.ID }, want.Limit, want.Cursor)
 	writePage(c, items, next)
 	return nil
 }
