@@ -173,14 +173,14 @@ func (s *Server) auth(roles ...Role) gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		token, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
-		if !ok || token == "" {
+		token, ok := bearerToken(c.GetHeader("Authorization"))
+		if !ok {
 			c.Header("WWW-Authenticate", `Bearer realm="hooklane"`)
 			writeProblem(c, newProblem(http.StatusUnauthorized, "an API key is required: Authorization: Bearer <key>"))
 			c.Abort()
 			return
 		}
-		key, ok := s.cfg.Keys.lookup(strings.TrimSpace(token))
+		key, ok := s.cfg.Keys.lookup(token)
 		if !ok {
 			c.Header("WWW-Authenticate", `Bearer realm="hooklane", error="invalid_token"`)
 			writeProblem(c, newProblem(http.StatusUnauthorized, "unknown API key"))
@@ -196,4 +196,17 @@ func (s *Server) auth(roles ...Role) gin.HandlerFunc {
 		}
 		c.Next()
 	}
+}
+
+// bearerToken reads the token of an Authorization header value in the
+// Bearer scheme. The scheme name is case-insensitive and may be followed by
+// several spaces (RFC 9110 §11.1, §11.4); ok is false for another scheme
+// or an empty token.
+func bearerToken(header string) (string, bool) {
+	scheme, token, found := strings.Cut(strings.TrimSpace(header), " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
 }

@@ -175,3 +175,18 @@ func (b *syncBuffer) String() string {
 func newJSONLogger(w *syncBuffer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// TestBearerSchemeIsCaseInsensitive: RFC 9110 §11.1 makes the scheme name
+// case-insensitive; any spelling of Bearer works, another scheme does not.
+func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, withKeys(t))
+	for _, scheme := range []string{"Bearer ", "bearer ", "BEARER ", "bEaReR ", "Bearer   "} {
+		resp, _ := ts.do(t, http.MethodGet, "/api/event-types", nil, "Authorization", scheme+roleKeys["viewer"])
+		require.Equal(t, http.StatusOK, resp.StatusCode, "scheme %q", scheme)
+	}
+	for _, value := range []string{"Basic " + roleKeys["viewer"], "Bearer", "Bearer ", "Bearerx " + roleKeys["viewer"], roleKeys["viewer"]} {
+		resp, _ := ts.do(t, http.MethodGet, "/api/event-types", nil, "Authorization", value)
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "value %q", value)
+	}
+}

@@ -41,10 +41,7 @@ func (s *Server) listEventTypes(c *gin.Context) error {
 	if err != nil {
 		return err //nolint:wrapcheck // mapped by h
 	}
-	items, next, err := pageDesc(all, func(t *schema.EventType) string { return formatTime(t.CreatedAt) + " " + t.Code }, limit, cursor)
-	if err != nil {
-		return err
-	}
+	items, next := pageDesc(all, func(t *schema.EventType) string { return formatTime(t.CreatedAt) + " " + t.Code }, limit, cursor)
 	writePage(c, items, next)
 	return nil
 }

@@ -19,7 +19,7 @@ func (s *Server) getJob(c *gin.Context) error {
 	if err != nil {
 		return s.notFoundOr(err, "dispatch job")
 	}
-	return s.writeWithHistory(c, j.ID, j) // ?include=history: api/stream.go
+	return s.writeWithHistory(c, j.ID, jobForCaller(c, j)) // ?include=history: api/stream.go
 }
 
 func (s *Server) listJobs(c *gin.Context) error {
@@ -36,7 +36,7 @@ func (s *Server) listJobs(c *gin.Context) error {
 	if err != nil {
 		return err //nolint:wrapcheck // mapped by h
 	}
-	writePage(c, pg.Jobs, pg.NextCursor)
+	writePage(c, jobsForCaller(c, pg.Jobs), pg.NextCursor)
 	return nil
 }
 
@@ -76,7 +76,7 @@ func (s *Server) retryJob(c *gin.Context) error {
 	if err != nil {
 		return s.jobError(err)
 	}
-	c.JSON(http.StatusOK, j)
+	c.JSON(http.StatusOK, jobForCaller(c, j))
 	return nil
 }
 
@@ -85,7 +85,7 @@ func (s *Server) cancelJob(c *gin.Context) error {
 	if err != nil {
 		return s.jobError(err)
 	}
-	c.JSON(http.StatusOK, j)
+	c.JSON(http.StatusOK, jobForCaller(c, j))
 	return nil
 }
 
@@ -208,10 +208,10 @@ func (s *Server) createTaskJob(c *gin.Context) error {
 	}
 	c.Header("Location", "/api/dispatch-jobs/"+j.ID)
 	if !generated {
-		c.JSON(http.StatusCreated, j)
+		c.JSON(http.StatusCreated, jobForCaller(c, j))
 		return nil
 	}
-	b, err := json.Marshal(j)
+	b, err := json.Marshal(jobForCaller(c, j))
 	if err != nil {
 		return fmt.Errorf("encode job: %w", err)
 	}

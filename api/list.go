@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +22,10 @@ const (
 	limitMax     = 500
 )
 
-// listParams reads ?limit= (clamped to 1..500) and ?cursor=.
+// listParams reads ?limit= (clamped to 1..500) and ?cursor=, a cursor
+// writePage gave for this list's route, and returns the key it holds (the
+// store's cursor, or the sort key of a list cut here); a cursor the list did
+// not give is a 422 (decodeCursor).
 func listParams(c *gin.Context) (limit int, cursor string, err error) {
 	limit = limitDefault
 	if v := c.Query("limit"); v != "" {
@@ -33,7 +35,12 @@ func listParams(c *gin.Context) (limit int, cursor string, err error) {
 		}
 		limit = n
 	}
-	return limit, c.Query("cursor"), nil
+	if v := c.Query("cursor"); v != "" {
+		if cursor, err = decodeCursor(c.FullPath(), v); err != nil {
+			return 0, "", err
+		}
+	}
+	return limit, cursor, nil
 }
 
 // parseCount reads a decimal integer query parameter clamped to at most
@@ -69,13 +76,17 @@ type page[T any] struct {
 	NextCursor *string `json:"nextCursor"`
 }
 
+// writePage answers a list page; next is the key the next page starts
+// after ("" on the last page), given to the client as an opaque cursor of
+// this route (encodeCursor).
 func writePage[T any](c *gin.Context, items []T, next string) {
 	if items == nil {
 		items = []T{}
 	}
 	p := page[T]{Items: items}
 	if next != "" {
-		p.NextCursor = &next
+		cur := encodeCursor(c.FullPath(), next)
+		p.NextCursor = &cur
 	}
 	c.JSON(http.StatusOK, p)
 }
@@ -100,34 +111,31 @@ func parseTime(v string) (time.Time, error) {
 // pageDesc pages a list the store returns whole, newest first: it orders
 // items by key, largest first (a ULID or a leading timestamp makes that
 // newest first), then cuts the page as pageSorted does.
-func pageDesc[T any](items []T, key func(T) string, limit int, cursor string) ([]T, string, error) {
-	return pageSorted(items, key, true, limit, cursor)
+func pageDesc[T any](items []T, key func(T) string, limit int, after string) ([]T, string) {
+	return pageSorted(items, key, true, limit, after)
 }
 
 // pageSorted pages a list the store returns whole: it orders items by key
-// (descending when desc), keeps those after the cursor and at most limit
-// of them. The cursor it returns is the last item's key, encoded so that
-// clients treat it as opaque; a cursor this server did not give is a 422.
-func pageSorted[T any](items []T, key func(T) string, desc bool, limit int, cursor string) ([]T, string, error) {
+// (descending when desc), keeps those after the key after (from
+// listParams; "" for the first page) and at most limit of them. It returns
+// the page and the key the next page starts after ("" when none), which
+// writePage turns into the cursor.
+func pageSorted[T any](items []T, key func(T) string, desc bool, limit int, after string) ([]T, string) {
 	order := func(a, b T) int { return strings.Compare(key(a), key(b)) }
 	if desc {
 		order = func(a, b T) int { return strings.Compare(key(b), key(a)) }
 	}
 	slices.SortStableFunc(items, order)
-	if cursor != "" {
-		after, err := base64.RawURLEncoding.DecodeString(cursor)
-		if err != nil || len(after) == 0 {
-			return nil, "", unprocessable("cursor is not one this server returned", FieldError{Pointer: "", Message: "query parameter cursor is invalid"})
-		}
+	if after != "" {
 		i := 0
-		for i < len(items) && (desc && key(items[i]) >= string(after) || !desc && key(items[i]) <= string(after)) {
+		for i < len(items) && (desc && key(items[i]) >= after || !desc && key(items[i]) <= after) {
 			i++
 		}
 		items = items[i:]
 	}
 	if len(items) <= limit {
-		return items, "", nil
+		return items, ""
 	}
 	items = items[:limit]
-	return items, base64.RawURLEncoding.EncodeToString([]byte(key(items[limit-1]))), nil
+	return items, key(items[limit-1])
 }

@@ -32,22 +32,32 @@ func TestPageSorted(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			items := []string{"c", "a", "e", "b", "d"}
-			cursor := ""
-			if tt.after != "" {
-				cursor = base64.RawURLEncoding.EncodeToString([]byte(tt.after))
-			}
-			got, next, err := pageSorted(items, id, tt.desc, tt.limit, cursor)
-			require.NoError(t, err)
+			got, next := pageSorted(items, id, tt.desc, tt.limit, tt.after)
 			require.Equal(t, strings.Join(tt.want, ","), strings.Join(got, ","))
-			if tt.wantAfter == "" {
-				require.Empty(t, next)
-				return
-			}
-			require.Equal(t, base64.RawURLEncoding.EncodeToString([]byte(tt.wantAfter)), next)
+			require.Equal(t, tt.wantAfter, next)
 		})
 	}
-	for _, bad := range []string{"@@", "=", "a b"} {
-		_, _, err := pageSorted([]string{"a"}, id, true, 1, bad)
-		require.Error(t, err, bad)
+}
+
+func TestCursorCodec(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{"01JD0000000000000000000000", "2026-01-24T14:00:00.123Z order.created", "w:1", "ü"} {
+		got, err := decodeCursor("/api/events", encodeCursor("/api/events", key))
+		require.NoError(t, err)
+		require.Equal(t, key, got)
+	}
+	bad := []string{
+		"@@", "=", "a b", "01JD0000000000000000000000", // not base64url, or a raw store id
+		base64.RawURLEncoding.EncodeToString([]byte("abc")),                     // shorter than a tag
+		encodeCursor("/api/events", ""),                                         // no key
+		encodeCursor("/api/dispatch-jobs", "01JD0000000000000000000000"),        // another list's
+		base64.RawURLEncoding.EncodeToString([]byte("\x00\x00\x00\x0001JD000")), // a forged tag
+	}
+	for _, c := range bad {
+		_, err := decodeCursor("/api/events", c)
+		require.Error(t, err, c)
+		var p *Problem
+		require.ErrorAs(t, err, &p)
+		require.Equal(t, 422, p.Status)
 	}
 }

@@ -116,3 +116,32 @@ func TestRequestIDGeneratedWhenMissingOrOdd(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsLabelsStayClosedUnderClientInput: an unauthenticated client
+// that sends made-up methods to made-up paths grows neither /metrics nor
+// the heap: every method label is a standard method or "other", every route
+// a template or "unmatched".
+func TestMetricsLabelsStayClosedUnderClientInput(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Config{})
+	ts := newTestServer(t, func(c *api.Config) { c.Metrics = m })
+	for i := range 40 {
+		method := "X" + strings.Repeat("Y", i%5) + string(rune('A'+i%26))
+		resp, _ := ts.do(t, method, "/api/events/"+method, nil)
+		require.NotEqual(t, http.StatusOK, resp.StatusCode)
+		resp, _ = ts.do(t, method, "/nowhere/"+method, nil)
+		require.NotEqual(t, http.StatusOK, resp.StatusCode)
+	}
+	resp, _ := ts.do(t, http.MethodGet, "/metrics", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if !strings.HasPrefix(line, "hooklane_http_") {
+			continue
+		}
+		require.NotRegexp(t, `method="XY*[A-Z]"`, line, "a client's method became a label")
+		require.NotContains(t, line, "/nowhere", "a client's path became a label")
+	}
+	require.Contains(t, string(body), `hooklane_http_requests_total{code="405",method="other",route="unmatched"}`)
+}

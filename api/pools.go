@@ -103,10 +103,7 @@ func (s *Server) listPools(c *gin.Context) error {
 	}
 	// Pools are few: the store returns them all and the page is cut here,
 	// newest (largest ULID) first.
-	items, next, err := pageDesc(pools, func(p *dispatch.Pool) string { return p.ID }, limit, cursor)
-	if err != nil {
-		return err
-	}
+	items, next := pageDesc(pools, func(p *dispatch.Pool) string { return p.ID }, limit, cursor)
 	writePage(c, items, next)
 	return nil
 }

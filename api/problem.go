@@ -104,9 +104,13 @@ func writeProblem(c *gin.Context, p *Problem) {
 	c.Data(p.Status, ContentTypeProblem, b)
 }
 
-// decodeJSON reads a JSON request body into dst. Malformed JSON is a 400;
-// a value of the wrong type is a 422 pointing at it.
+// decodeJSON reads a JSON request body into dst. A body not declared JSON
+// is a 415 (requireJSON, api/guard.go); malformed JSON is a 400; a value of
+// the wrong type is a 422 pointing at it.
 func decodeJSON(r *http.Request, dst any, maxBytes int64) error {
+	if err := requireJSON(r); err != nil {
+		return err
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBytes+1))
 	if err != nil {
 		return badRequest("the request body could not be read")
@@ -240,5 +244,6 @@ func reDecode(raw map[string]any, dst any) error {
 		return fmt.Errorf("re-encode body: %w", err)
 	}
 	r, _ := http.NewRequest(http.MethodPost, "/", strings.NewReader(string(b))) //nolint:noctx // in-memory body only
+	r.Header.Set("Content-Type", "application/json")
 	return decodeJSON(r, dst, int64(len(b))+1)
 }

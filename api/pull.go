@@ -83,7 +83,7 @@ func (s *Server) claimJobs(c *gin.Context) error {
 	}
 	out := make([]json.RawMessage, 0, len(items))
 	for _, it := range items {
-		b, err := json.Marshal(it.Job)
+		b, err := json.Marshal(jobForCaller(c, it.Job))
 		if err != nil {
 			return fmt.Errorf("encode job: %w", err)
 		}
@@ -140,7 +140,7 @@ func (s *Server) completeJob(c *gin.Context) error {
 	if err != nil {
 		return s.reportError(err)
 	}
-	c.JSON(http.StatusOK, j)
+	c.JSON(http.StatusOK, jobForCaller(c, j))
 	return nil
 }
 
@@ -156,7 +156,7 @@ func (s *Server) failJob(c *gin.Context) error {
 	if err != nil {
 		return s.reportError(err)
 	}
-	out := gin.H{"retryScheduled": j.Status != dispatch.StatusError, "job": j}
+	out := gin.H{"retryScheduled": j.Status != dispatch.StatusError, "job": jobForCaller(c, j)}
 	if j.NextAttemptAt != nil {
 		out["nextAttemptAt"] = formatTime(*j.NextAttemptAt)
 	}
@@ -207,10 +207,7 @@ func (s *Server) listWorkers(c *gin.Context) error {
 		items[i] = workerView{WorkerID: w.WorkerID, InFlight: w.InFlight, LastSeenAt: formatTime(w.LastSeenAt)}
 	}
 	// Sorted by worker id, so a worker keeps its place between polls.
-	items, next, err := pageSorted(items, func(w workerView) string { return w.WorkerID }, false, limit, cursor)
-	if err != nil {
-		return err
-	}
+	items, next := pageSorted(items, func(w workerView) string { return w.WorkerID }, false, limit, cursor)
 	writePage(c, items, next)
 	return nil
 }

@@ -4,9 +4,11 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -77,9 +79,19 @@ type Config struct {
 	PoolChangedFunc func(id string)
 	// Keys are the API keys; empty means authentication is off.
 	Keys *KeySet
+	// TrustedProxies are the proxies (HOOKLANE_TRUSTED_PROXIES) whose
+	// X-Forwarded-For and X-Real-IP headers name the client in the access
+	// log; a request from any other address is logged with its own. Empty
+	// trusts none: a client can then not choose the address it is logged
+	// under.
+	TrustedProxies []netip.Prefix
 	// Metrics is served at /metrics and fed with HTTP request counts. Nil
 	// uses a fresh metrics.New (served, but fed by nothing else).
 	Metrics *metrics.Metrics
+	// MetricsOnOwnListener leaves /metrics off this server (404): the
+	// metrics are served on a listener of their own
+	// (HOOKLANE_METRICS_LISTEN). They are still fed.
+	MetricsOnOwnListener bool
 	// AllowPrivateTargets skips the target address check.
 	AllowPrivateTargets bool
 	// Resolver resolves target hosts for the address check; nil uses
@@ -124,11 +136,24 @@ func New(cfg Config) *Server {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
+	// gin trusts every proxy unless told otherwise.
+	proxies := make([]string, len(cfg.TrustedProxies))
+	for i, p := range cfg.TrustedProxies {
+		proxies[i] = p.String()
+	}
+	if len(proxies) == 0 {
+		proxies = nil
+	}
+	if err := e.SetTrustedProxies(proxies); err != nil {
+		panic(fmt.Sprintf("api: trusted proxies %v: %v", proxies, err)) // netip.Prefix strings always parse
+	}
 	s := &Server{cfg: cfg, engine: e, catalog: newCatalog(&cfg), subscriptions: newSubscriptions(&cfg)}
+
 	// Order: the request id first (so every later log line carries it),
-	// then the access log and metrics, then panic recovery, innermost, so a
-	// panic is logged and counted as the 500 it becomes.
-	e.Use(s.requestID, s.logRequests, s.recoverPanics)
+	// then the access log and metrics, then panic recovery, so a panic is
+	// logged and counted as the 500 it becomes; then, without API keys, the
+	// loopback-only guard (api/guard.go).
+	e.Use(s.requestID, s.logRequests, s.recoverPanics, s.localOnly)
 	// Every /api/* request needs a key (API.md conventions), also one that
 	// matches no route: without a key the answer is 401, not a map of the
 	// routes that exist.
@@ -176,7 +201,9 @@ func (s *Server) routes() {
 	e := s.engine
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", gin.WrapH(s.cfg.Metrics.Handler()))
+	if !s.cfg.MetricsOnOwnListener {
+		e.GET("/metrics", gin.WrapH(s.cfg.Metrics.Handler()))
+	}
 	if s.cfg.UI != nil {
 		// The dashboard is a static site over the public API, not an API
 		// operation, so openapi.json does not list it (routesOf builds the

@@ -167,6 +167,10 @@ type sseWriter struct {
 	timeout time.Duration
 	now     func() time.Time
 	buf     bytes.Buffer
+	// retry is the "retry:" line still to send: it rides on the first
+	// message, because a block of its own reaches some clients (go-sse) as
+	// an empty message (API.md §7).
+	retry string
 }
 
 func (sw *sseWriter) flush() error {
@@ -184,10 +188,12 @@ func (sw *sseWriter) flush() error {
 // event writes one message; withID false leaves the client's last event id
 // as it is (stream.gap).
 func (sw *sseWriter) event(e *stream.Event, withID bool) error {
-	data, err := e.CloudEvent()
+	data, err := maskedStatusEvent(e).CloudEvent()
 	if err != nil {
 		return fmt.Errorf("render status event %s: %w", e.ID, err)
 	}
+	sw.buf.WriteString(sw.retry)
+	sw.retry = ""
 	if withID {
 		sw.buf.WriteString("id: " + e.ID + "\n")
 	}
@@ -233,8 +239,11 @@ func (s *Server) streamSSE(c *gin.Context) error {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	c.Writer.WriteHeader(http.StatusOK)
-	sw := &sseWriter{w: c.Writer, rc: rc, timeout: cfg.WriteTimeout, now: s.cfg.NowFunc}
-	fmt.Fprintf(&sw.buf, "retry: %d\n\n", cfg.Retry.Milliseconds())
+	sw := &sseWriter{w: c.Writer, rc: rc, timeout: cfg.WriteTimeout, now: s.cfg.NowFunc,
+		retry: fmt.Sprintf("retry: %d\n", cfg.Retry.Milliseconds())}
+	// A comment opens the stream at once (headers and a first byte through
+	// any proxy); clients ignore it.
+	sw.buf.WriteString(": connected\n\n")
 	if err := sw.flush(); err != nil {
 		return nil //nolint:nilerr // the client left; nothing to answer
 	}
@@ -291,7 +300,7 @@ func (s *Server) writeWithHistory(c *gin.Context, subject string, v any) error {
 	}
 	history := make([]json.RawMessage, 0, len(events))
 	for i := range events {
-		b, err := events[i].CloudEvent()
+		b, err := maskedStatusEvent(&events[i]).CloudEvent()
 		if err != nil {
 			return fmt.Errorf("render status event %s: %w", events[i].ID, err)
 		}

@@ -321,8 +321,9 @@ func TestStreamWireFormat(t *testing.T) {
 		sawData = sawData || (strings.HasPrefix(line, "data: ") && strings.Contains(line, e.ID))
 		lines = append(lines, line)
 	}
-	require.Equal(t, "retry: 50", lines[0], "the reconnection hint comes first")
+	require.Equal(t, ": connected", lines[0], "a comment opens the stream")
 	i := slices.Index(lines, "id: "+e.ID)
+	require.Equal(t, "retry: 50", lines[i-1], "the reconnection hint rides on the first message")
 	require.Equal(t, "event: dispatch.queued", lines[i+1])
 	require.True(t, strings.HasPrefix(lines[i+2], "data: {"), lines[i+2])
 	var ce map[string]any

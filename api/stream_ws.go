@@ -212,7 +212,7 @@ func (ws *wsSession) subscribe(ctx context.Context, m *wsClientMessage) error {
 }
 
 func (ws *wsSession) sendEvent(ctx context.Context, id string, e *stream.Event) error {
-	ce, err := e.CloudEvent()
+	ce, err := maskedStatusEvent(e).CloudEvent()
 	if err != nil {
 		return fmt.Errorf("render status event %s: %w", e.ID, err)
 	}

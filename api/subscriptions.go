@@ -79,10 +79,7 @@ func (s *Server) listSubscriptions(c *gin.Context) error {
 		if err != nil {
 			return err //nolint:wrapcheck // mapped by h
 		}
-		items, next, err := pageDesc(all, func(sub *subscription.Subscription) string { return sub.ID }, p.Limit, p.Cursor)
-		if err != nil {
-			return err
-		}
+		items, next := pageDesc(all, func(sub *subscription.Subscription) string { return sub.ID }, p.Limit, p.Cursor)
 		writePage(c, items, next)
 		return nil
 	}

@@ -39,6 +39,8 @@ type Enqueuer struct {
 	mu        sync.Mutex
 	openUntil time.Time
 	cooldown  time.Duration
+	// lastErr is the send failure that opened the breaker.
+	lastErr error
 }
 
 // Breaker cooldowns: long enough to spare producers the wait on a queue
@@ -63,19 +65,21 @@ func (e *Enqueuer) now() time.Time {
 	return e.NowFunc()
 }
 
-// open reports whether sends are skipped at now.
-func (e *Enqueuer) open(now time.Time) bool {
+// open reports whether sends are skipped at now, and if so the failure
+// that opened the breaker.
+func (e *Enqueuer) open(now time.Time) (bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return now.Before(e.openUntil)
+	return now.Before(e.openUntil), e.lastErr
 }
 
 // trip opens the breaker after a failed send.
-func (e *Enqueuer) trip(now time.Time) {
+func (e *Enqueuer) trip(now time.Time, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.cooldown = min(max(e.cooldown*2, BreakerCooldownMin), BreakerCooldownMax)
 	e.openUntil = now.Add(e.cooldown)
+	e.lastErr = err
 }
 
 // reset closes the breaker after a send went through.
@@ -101,25 +105,35 @@ func Message(j *Job) queue.OutMessage {
 // Enqueue sends the jobs, which must be stored and QUEUED, in batches of
 // queue.MaxBatch, in the order given (group order must be preserved by the
 // caller's ordering). It returns the number of jobs it had to move back to
-// PENDING. The error is non-nil only when the store refused those moves.
+// PENDING and, exactly when that number is not zero, an error that says
+// why: the queue's errors (or that the breaker skipped the queue, with the
+// failure that opened it), joined with any store error that kept a job
+// QUEUED. Callers log it; nothing is lost either way.
 func (e *Enqueuer) Enqueue(ctx context.Context, jobs []*Job) (int, error) {
 	var failed []*Job
+	var errs []error
+	skipped, entryErrs := false, 0
 	for start := 0; start < len(jobs); start += queue.MaxBatch {
 		batch := jobs[start:min(start+queue.MaxBatch, len(jobs))]
 		msgs := make([]queue.OutMessage, len(batch))
 		for i, j := range batch {
 			msgs[i] = Message(j)
 		}
-		if e.open(e.now()) {
+		if open, cause := e.open(e.now()); open {
+			if !skipped {
+				errs = append(errs, fmt.Errorf("queue send skipped while the queue recovers: %w", cause))
+				skipped = true
+			}
 			failed = append(failed, batch...)
 			continue
 		}
 		results, err := e.Queue.SendBatch(ctx, msgs)
 		if err != nil {
 			if ctx.Err() == nil {
-				e.trip(e.now())
+				e.trip(e.now(), err)
 			}
 			e.logger().WarnContext(ctx, "queue send failed", "jobs", len(batch), "error", err)
+			errs = append(errs, fmt.Errorf("send %d jobs: %w", len(batch), err))
 			failed = append(failed, batch...)
 			continue
 		}
@@ -127,11 +141,19 @@ func (e *Enqueuer) Enqueue(ctx context.Context, jobs []*Job) (int, error) {
 		for i, r := range results {
 			if r.Err != nil {
 				e.logger().WarnContext(ctx, "queue send entry failed", "job_id", batch[i].ID, "error", r.Err)
+				// The first entry's error stands for the others: one
+				// line per job would flood the callers' logs.
+				if entryErrs == 0 {
+					errs = append(errs, fmt.Errorf("send job %s: %w", batch[i].ID, r.Err))
+				}
+				entryErrs++
 				failed = append(failed, batch[i])
 			}
 		}
 	}
-	var errs []error
+	if entryErrs > 1 {
+		errs = append(errs, fmt.Errorf("and %d more jobs failed to send", entryErrs-1))
+	}
 	for _, j := range failed {
 		if err := e.backToPending(ctx, j); err != nil {
 			errs = append(errs, err)

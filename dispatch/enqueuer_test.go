@@ -47,7 +47,7 @@ func TestEnqueuerBreaker(t *testing.T) {
 
 	q.down.Store(true)
 	failed, err := enq.Enqueue(ctx, []*dispatch.Job{queued()})
-	require.NoError(t, err)
+	require.ErrorContains(t, err, "connection refused", "the error says why the job went back")
 	require.Equal(t, 1, failed)
 	require.EqualValues(t, 1, q.sends.Load())
 
@@ -55,7 +55,8 @@ func TestEnqueuerBreaker(t *testing.T) {
 	clk.Advance(500 * time.Millisecond)
 	j := queued()
 	failed, err = enq.Enqueue(ctx, []*dispatch.Job{j})
-	require.NoError(t, err)
+	require.ErrorContains(t, err, "skipped", "the breaker's skip is the reason")
+	require.ErrorContains(t, err, "connection refused", "with the failure that opened it")
 	require.Equal(t, 1, failed)
 	require.EqualValues(t, 1, q.sends.Load())
 	stored, err := env.st.JobGetByID(ctx, j.ID)

@@ -3,9 +3,11 @@
 // of the components (ingest.Config.OnIngestFunc, router.Config.OnAttemptFunc,
 // the pollers' On...Func fields) and by an instrumented queue.
 //
-// Label values are bounded: event types only when registered (else
-// "other"), pool codes, outcome words, status classes and route templates;
-// never job ids, event ids or URLs.
+// Label values come from closed sets (labels.go): event types only when
+// registered (else "other"), pool codes, outcome words, status classes,
+// route templates, the standard HTTP methods and status codes; never job
+// ids, event ids, URLs or anything else a client chooses. The labels an
+// administrator defines (event types, pool codes) are capped per process.
 package metrics
 
 import (
@@ -93,6 +95,11 @@ type Metrics struct {
 
 	typesMu sync.Mutex
 	types   map[string]typeEntry
+
+	// typeLabels and poolLabels cap the distinct event type and pool
+	// labels (labels.go).
+	typeLabels *labelSet
+	poolLabels *labelSet
 }
 
 type typeEntry struct {
@@ -113,7 +120,10 @@ func New(cfg Config) *Metrics {
 	// includes retry waits (hours).
 	deliveryBuckets := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
 	endToEndBuckets := []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400}
-	m := &Metrics{cfg: cfg, reg: prometheus.NewRegistry(), types: make(map[string]typeEntry)}
+	m := &Metrics{
+		cfg: cfg, reg: prometheus.NewRegistry(), types: make(map[string]typeEntry),
+		typeLabels: newLabelSet(TypeLabelMax), poolLabels: newLabelSet(PoolLabelMax),
+	}
 	m.ingested = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "events_ingested_total",
 		Help: "Events that reached validation, by event type (\"other\" when unregistered) and outcome: accepted, duplicate, rejected, failed.",
@@ -266,9 +276,12 @@ func (m *Metrics) ObserveQueueError(operation string, n int) {
 }
 
 // ObserveHTTP counts one served HTTP request. route is the route template
-// ("/api/events/:id"), or "unmatched" for a request no route matched.
+// ("/api/events/:id"), or "unmatched" for a request no route matched: the
+// caller must pass one of a closed set. The method and the code are
+// bounded here (MethodLabel, CodeLabel), whatever the client sent.
 func (m *Metrics) ObserveHTTP(method, route string, code int, d time.Duration) {
-	m.httpRequests.WithLabelValues(method, route, strconv.Itoa(code)).Inc()
+	method = MethodLabel(method)
+	m.httpRequests.WithLabelValues(method, route, CodeLabel(code)).Inc()
 	m.httpDuration.WithLabelValues(method, route).Observe(d.Seconds())
 }
 
@@ -298,7 +311,7 @@ func attemptOutcome(s dispatch.Status) string {
 
 func (m *Metrics) poolLabel(id string) string {
 	if m.cfg.PoolCodeFunc != nil {
-		return m.cfg.PoolCodeFunc(id)
+		return m.poolLabels.label(m.cfg.PoolCodeFunc(id))
 	}
 	if id == "" {
 		return dispatch.DefaultPoolCode
@@ -331,7 +344,7 @@ func (m *Metrics) typeLabel(ctx context.Context, code string) string {
 		m.typesMu.Unlock()
 	}
 	if e.known {
-		return code
+		return m.typeLabels.label(code)
 	}
 	return OtherType
 }

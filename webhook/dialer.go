@@ -14,30 +14,115 @@ import (
 // that is not public (SSRF guard).
 var ErrPrivateTarget = errors.New("target resolves to a non-public address")
 
-// cgnat is the carrier-grade NAT range (RFC 6598), not covered by
-// netip.Addr.IsPrivate.
-var cgnat = netip.MustParsePrefix("100.64.0.0/10") //nolint:gochecknoglobals // constant prefix
+// addrRange is one block of addresses a webhook may not reach, with the
+// name an error gives it.
+type addrRange struct {
+	prefix netip.Prefix
+	class  string
+}
 
-// IsPublicAddr reports whether ip is a public unicast address: not
-// loopback, private, link-local, CGNAT, multicast, unspecified or otherwise
-// reserved.
-func IsPublicAddr(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	switch {
-	case !ip.IsValid(), ip.IsLoopback(), ip.IsPrivate(), ip.IsLinkLocalUnicast(),
-		ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast(), ip.IsMulticast(),
-		ip.IsUnspecified(), cgnat.Contains(ip):
-		return false
+// nonPublic lists every address block that is not globally reachable
+// unicast, from the IANA IPv4 and IPv6 Special-Purpose Address Registries
+// plus multicast, the reserved space and the deprecated blocks. The first
+// match names the class, so narrower blocks come before the blocks that
+// contain them. Some blocks IANA marks globally reachable are refused all
+// the same because no webhook receiver lives there: the anycast /32s of
+// 192.0.0.0/24 (PCP, TURN), and inside 2001::/23 the anycast, AMT, AS112,
+// ORCHIDv2 and DRIP blocks. The transition forms that carry an IPv4
+// address are refused outright (IPv4-compatible ::/96, NAT64 local-use
+// 64:ff9b:1::/48, 6to4 2002::/16, Teredo 2001::/32), except NAT64's
+// well-known prefix 64:ff9b::/96, which AddrClass judges by its embedded
+// IPv4 address (an IPv6-only host with DNS64 reaches every IPv4 receiver
+// through it), as it does IPv4-mapped ::ffff:0:0/96.
+var nonPublic = []addrRange{ //nolint:gochecknoglobals // a constant table
+	// IPv4 (RFC 6890 and its updates).
+	{netip.MustParsePrefix("0.0.0.0/8"), "this network (0.0.0.0/8)"},
+	{netip.MustParsePrefix("10.0.0.0/8"), "private (10.0.0.0/8)"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "shared address space, CGNAT (100.64.0.0/10)"},
+	{netip.MustParsePrefix("127.0.0.0/8"), "loopback (127.0.0.0/8)"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local (169.254.0.0/16)"},
+	{netip.MustParsePrefix("172.16.0.0/12"), "private (172.16.0.0/12)"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignments (192.0.0.0/24)"},
+	{netip.MustParsePrefix("192.0.2.0/24"), "documentation, TEST-NET-1 (192.0.2.0/24)"},
+	{netip.MustParsePrefix("192.88.99.0/24"), "6to4 relay anycast, deprecated (192.88.99.0/24)"},
+	{netip.MustParsePrefix("192.168.0.0/16"), "private (192.168.0.0/16)"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking (198.18.0.0/15)"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "documentation, TEST-NET-2 (198.51.100.0/24)"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "documentation, TEST-NET-3 (203.0.113.0/24)"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast (224.0.0.0/4)"},
+	{netip.MustParsePrefix("255.255.255.255/32"), "limited broadcast (255.255.255.255)"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved (240.0.0.0/4)"},
+	// IPv6 (RFC 6890 and its updates).
+	{netip.MustParsePrefix("::/128"), "unspecified (::)"},
+	{netip.MustParsePrefix("::1/128"), "loopback (::1)"},
+	{netip.MustParsePrefix("::/96"), "IPv4-compatible, deprecated (::/96)"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "NAT64 local-use (64:ff9b:1::/48)"},
+	{netip.MustParsePrefix("100::/64"), "discard-only (100::/64)"},
+	{netip.MustParsePrefix("100:0:0:1::/64"), "dummy prefix (100:0:0:1::/64)"},
+	{netip.MustParsePrefix("2001::/32"), "Teredo (2001::/32)"},
+	{netip.MustParsePrefix("2001:2::/48"), "benchmarking (2001:2::/48)"},
+	{netip.MustParsePrefix("2001:10::/28"), "ORCHID, deprecated (2001:10::/28)"},
+	{netip.MustParsePrefix("2001:20::/28"), "ORCHIDv2 (2001:20::/28)"},
+	{netip.MustParsePrefix("2001::/23"), "IETF protocol assignments (2001::/23)"},
+	{netip.MustParsePrefix("2001:db8::/32"), "documentation (2001:db8::/32)"},
+	{netip.MustParsePrefix("2002::/16"), "6to4 (2002::/16)"},
+	{netip.MustParsePrefix("3fff::/20"), "documentation (3fff::/20)"},
+	{netip.MustParsePrefix("5f00::/16"), "SRv6 SIDs (5f00::/16)"},
+	{netip.MustParsePrefix("fc00::/7"), "unique local (fc00::/7)"},
+	{netip.MustParsePrefix("fe80::/10"), "link-local (fe80::/10)"},
+	{netip.MustParsePrefix("fec0::/10"), "site-local, deprecated (fec0::/10)"},
+	{netip.MustParsePrefix("ff00::/8"), "multicast (ff00::/8)"},
+}
+
+// Blocks AddrClass treats specially.
+var (
+	// globalUnicast6 is the only IPv6 space allocated for global unicast;
+	// anything outside it (after the mapped and NAT64 forms) is refused.
+	globalUnicast6 = netip.MustParsePrefix("2000::/3") //nolint:gochecknoglobals // constant prefix
+	// nat64 is NAT64's well-known prefix (RFC 6052): the last 32 bits are
+	// the IPv4 address the translator reaches.
+	nat64 = netip.MustParsePrefix("64:ff9b::/96") //nolint:gochecknoglobals // constant prefix
+)
+
+// AddrClass names the class of ip when a webhook may not reach it (SSRF
+// guard), and returns "" for a public unicast address. IPv4-mapped IPv6
+// addresses and NAT64 well-known-prefix addresses are judged by the IPv4
+// address they carry; a scoped address (with an IPv6 zone) is never public.
+// It is a pure function: it resolves nothing.
+func AddrClass(ip netip.Addr) string {
+	if !ip.IsValid() {
+		return "invalid address"
 	}
-	if ip.Is4() {
-		b := ip.As4()
-		// 0.0.0.0/8, 192.0.0.0/24, 198.18.0.0/15 benchmarking, 240.0.0.0/4 reserved.
-		if b[0] == 0 || (b[0] == 192 && b[1] == 0 && b[2] == 0) || (b[0] == 198 && (b[1] == 18 || b[1] == 19)) || b[0] >= 240 {
-			return false
+	if ip.Zone() != "" {
+		return "scoped address (IPv6 zone " + ip.Zone() + ")"
+	}
+	if ip.Is4In6() {
+		if c := AddrClass(ip.Unmap()); c != "" {
+			return "IPv4-mapped " + c
+		}
+		return ""
+	}
+	if nat64.Contains(ip) {
+		b := ip.As16()
+		if c := AddrClass(netip.AddrFrom4([4]byte(b[12:16]))); c != "" {
+			return "NAT64 (64:ff9b::/96) of " + c
+		}
+		return ""
+	}
+	for _, r := range nonPublic {
+		if r.prefix.Contains(ip) {
+			return r.class
 		}
 	}
-	return true
+	if ip.Is6() && !globalUnicast6.Contains(ip) {
+		return "not global unicast (outside 2000::/3)"
+	}
+	return ""
 }
+
+// IsPublicAddr reports whether ip is a public unicast address: AddrClass
+// finds no class of address a webhook may not reach.
+func IsPublicAddr(ip netip.Addr) bool { return AddrClass(ip) == "" }
 
 // NewDialContext returns a DialContext that refuses non-public addresses
 // unless allowPrivate. The check runs on the resolved IP at connect time, so
@@ -51,8 +136,8 @@ func NewDialContext(allowPrivate bool, timeout time.Duration) func(ctx context.C
 			if err != nil {
 				return fmt.Errorf("parse dialed address %s: %w", address, err)
 			}
-			if !IsPublicAddr(ap.Addr()) {
-				return fmt.Errorf("dial %s: %w", address, ErrPrivateTarget)
+			if class := AddrClass(ap.Addr()); class != "" {
+				return fmt.Errorf("dial %s (%s): %w", address, class, ErrPrivateTarget)
 			}
 			return nil
 		}
@@ -60,13 +145,19 @@ func NewDialContext(allowPrivate bool, timeout time.Duration) func(ctx context.C
 	return d.DialContext
 }
 
+// Resolver resolves a host name to its addresses; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
 // CheckTarget resolves host and reports ErrPrivateTarget when any of its
-// addresses is not public. The API calls it when a subscription is written;
-// the dialer checks again at delivery.
-func CheckTarget(ctx context.Context, resolver *net.Resolver, host string) error {
+// addresses is not public (AddrClass, the same classification the dialer
+// applies at connect time). The API calls it when a subscription is
+// written; the dialer checks again at delivery.
+func CheckTarget(ctx context.Context, resolver Resolver, host string) error {
 	if ip, err := netip.ParseAddr(host); err == nil {
-		if !IsPublicAddr(ip) {
-			return ErrPrivateTarget
+		if class := AddrClass(ip); class != "" {
+			return fmt.Errorf("%s is %s: %w", host, class, ErrPrivateTarget)
 		}
 		return nil
 	}
@@ -75,8 +166,8 @@ func CheckTarget(ctx context.Context, resolver *net.Resolver, host string) error
 		return fmt.Errorf("resolve %s: %w", host, err)
 	}
 	for _, a := range addrs {
-		if !IsPublicAddr(a) {
-			return ErrPrivateTarget
+		if class := AddrClass(a); class != "" {
+			return fmt.Errorf("%s resolves to %s, %s: %w", host, a, class, ErrPrivateTarget)
 		}
 	}
 	return nil

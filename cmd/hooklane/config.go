@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -21,6 +22,11 @@ import (
 type Config struct {
 	// Listen is the HTTP listen address. Default 127.0.0.1:8080.
 	Listen string
+	// MetricsListen, when set, is the address /metrics is served on, and
+	// only there (not on Listen). Default empty: /metrics on Listen. Metrics
+	// hold no secrets and take no writes, so it may be any address, with or
+	// without API keys.
+	MetricsListen string
 	// DataDir holds the embedded SQLite store. Default ./data.
 	DataDir string
 	// SQLiteSynchronous is the embedded store's durability at commit: full
@@ -45,6 +51,11 @@ type Config struct {
 	// APIKeysFile is a file of API keys, one name:role:key entry per line
 	// (# starts a comment line), added to APIKeys. Default empty.
 	APIKeysFile string
+	// TrustedProxies are the reverse proxies and load balancers whose
+	// X-Forwarded-For / X-Real-IP name the client in the access log, as
+	// comma-separated CIDRs or IP addresses. Default empty: none is trusted,
+	// and the log shows the connection's own address.
+	TrustedProxies string
 	// AllowPrivateTargets permits loopback and private webhook targets.
 	AllowPrivateTargets bool
 	// AllowUnknownTypes accepts events of unregistered types.
@@ -99,6 +110,8 @@ type Config struct {
 	// keys are the parsed API keys of APIKeys and APIKeysFile, set by
 	// loadConfig; only their hashes are kept.
 	keys *api.KeySet
+	// trustedProxies is TrustedProxies parsed, set by validate.
+	trustedProxies []netip.Prefix
 }
 
 // setting is one configuration knob: its flag, its environment variable,
@@ -154,6 +167,7 @@ func settings(c *Config) []setting {
 	}
 	return []setting{
 		{"listen", "HOOKLANE_LISTEN", "127.0.0.1:8080", "HTTP listen address", str(&c.Listen)},
+		{"metrics-listen", "HOOKLANE_METRICS_LISTEN", "", "serve /metrics on this address only, not on --listen (empty: on --listen)", str(&c.MetricsListen)},
 		{"data-dir", "HOOKLANE_DATA_DIR", "./data", "embedded store directory", str(&c.DataDir)},
 		{"sqlite-synchronous", "HOOKLANE_SQLITE_SYNCHRONOUS", "full", "embedded store durability: full (a 201 survives power loss; one fsync per group commit) or normal (survives a process crash only)", str(&c.SQLiteSynchronous)},
 		{"mongo-uri", "HOOKLANE_MONGO_URI", "", "MongoDB connection string (empty: embedded store)", str(&c.MongoURI)},
@@ -163,6 +177,7 @@ func settings(c *Config) []setting {
 		{"sqs-region", "HOOKLANE_SQS_REGION", "", "AWS region of the queue (empty: the standard AWS chain)", str(&c.SQSRegion)},
 		{"api-keys", "HOOKLANE_API_KEYS", "", "API keys as name:role:key, comma-separated (empty: auth off, loopback only)", str(&c.APIKeys)},
 		{"api-keys-file", "HOOKLANE_API_KEYS_FILE", "", "file of API keys, one name:role:key per line, # comments (added to --api-keys)", str(&c.APIKeysFile)},
+		{"trusted-proxies", "HOOKLANE_TRUSTED_PROXIES", "", "proxies whose X-Forwarded-For names the client, comma-separated CIDRs or IPs (empty: none)", str(&c.TrustedProxies)},
 		{"allow-private-targets", "HOOKLANE_ALLOW_PRIVATE_TARGETS", "false", "permit loopback/private webhook targets", boolean(&c.AllowPrivateTargets)},
 		{"allow-unknown-types", "HOOKLANE_ALLOW_UNKNOWN_TYPES", "false", "accept events of unregistered types", boolean(&c.AllowUnknownTypes)},
 		{"stream-retention", "HOOKLANE_STREAM_RETENTION", "1h", "how long status events stay replayable", dur(&c.StreamRetention)},
@@ -214,11 +229,9 @@ func (f *funcValue) Set(v string) error {
 func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 	c := &Config{}
 	all := settings(c)
-	fs := flag.NewFlagSet("hooklane serve", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	for _, s := range all {
-		fs.Var(&funcValue{set: s.set, cur: s.def, isBool: s.def == "true" || s.def == "false"}, s.flag, fmt.Sprintf("%s (env %s, default %q)", s.usage, s.env, s.def))
-	}
+	fs := serveFlags(all)
+	// The caller reports a bad flag; -h is answered by serveHelp.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("parse flags: %w", err)
 	}
@@ -254,6 +267,24 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// serveFlags returns the flag set of `hooklane serve`: one flag per setting.
+func serveFlags(all []setting) *flag.FlagSet {
+	fs := flag.NewFlagSet("hooklane serve", flag.ContinueOnError)
+	for _, s := range all {
+		fs.Var(&funcValue{set: s.set, cur: s.def, isBool: s.def == "true" || s.def == "false"}, s.flag, fmt.Sprintf("%s (env %s, default %q)", s.usage, s.env, s.def))
+	}
+	return fs
+}
+
+// serveHelp writes the help of `hooklane serve -h`: every flag with its
+// environment variable and default.
+func serveHelp(w io.Writer) {
+	fs := serveFlags(settings(&Config{}))
+	fs.SetOutput(w)
+	fmt.Fprintln(w, "usage: hooklane serve [flags]\n\nEvery flag is also an environment variable; the flag wins.\n\nflags:")
+	fs.PrintDefaults()
 }
 
 // roles returns the roles to run.
@@ -295,10 +326,43 @@ func (c *Config) validate() error {
 	if c.SQLiteSynchronous != "full" && c.SQLiteSynchronous != "normal" {
 		errs = append(errs, errors.New("HOOKLANE_SQLITE_SYNCHRONOUS (--sqlite-synchronous): must be full or normal"))
 	}
+	proxies, err := parseTrustedProxies(c.TrustedProxies)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("HOOKLANE_TRUSTED_PROXIES (--trusted-proxies): %w", err))
+	}
+	c.trustedProxies = proxies
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			errs = append(errs, fmt.Errorf("HOOKLANE_METRICS_LISTEN (--metrics-listen): %q is not host:port", c.MetricsListen))
+		}
+	}
 	if c.MongoURI == "" && c.DataDir == "" {
 		errs = append(errs, errors.New("HOOKLANE_DATA_DIR (--data-dir): required for the embedded store"))
 	}
 	return errors.Join(errs...)
+}
+
+// parseTrustedProxies reads comma-separated CIDRs and IP addresses (an
+// address is its own /32 or /128).
+func parseTrustedProxies(spec string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	var errs []error
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(part); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		if a, err := netip.ParseAddr(part); err == nil && a.Zone() == "" {
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%q is neither a CIDR nor an IP address", part))
+	}
+	return out, errors.Join(errs...)
 }
 
 // loadKeys parses the keys of HOOKLANE_API_KEYS and of the file

@@ -64,6 +64,10 @@ func TestLoadConfigErrors(t *testing.T) {
 			want: []string{"HOOKLANE_API_KEYS_FILE (--api-keys-file)", `"ops": the name is used twice`}},
 		{name: "several problems", env: map[string]string{"HOOKLANE_LOG_FORMAT": "xml", "HOOKLANE_ROLES": "api,cook", "HOOKLANE_MAX_EVENT_BYTES": "99999999999"},
 			want: []string{"HOOKLANE_LOG_FORMAT (--log-format)", `HOOKLANE_ROLES (--roles): unknown role "cook"`, "HOOKLANE_MAX_EVENT_BYTES (--max-event-bytes)"}},
+		{name: "bad trusted proxy", env: map[string]string{"HOOKLANE_TRUSTED_PROXIES": "10.0.0.0/8, proxy.internal"},
+			want: []string{`HOOKLANE_TRUSTED_PROXIES (--trusted-proxies): "proxy.internal" is neither a CIDR nor an IP address`}},
+		{name: "bad metrics listen", env: map[string]string{"HOOKLANE_METRICS_LISTEN": "9090"},
+			want: []string{`HOOKLANE_METRICS_LISTEN (--metrics-listen): "9090" is not host:port`}},
 		{name: "bad duration", env: map[string]string{"HOOKLANE_LEASE": "soon"},
 			want: []string{"HOOKLANE_LEASE (--lease): must be a positive duration"}},
 	}
@@ -122,4 +126,18 @@ func TestConfigDocListsEverySetting(t *testing.T) {
 	for _, s := range settings(&Config{}) {
 		require.Contains(t, out.String(), "| `"+s.env+"` | `--"+s.flag+"` |")
 	}
+}
+
+func TestLoadConfigTrustedProxies(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig([]string{"--trusted-proxies", "10.0.0.0/8, 192.168.1.7 ,fd00::/8,::1"}, func(string) string { return "" })
+	require.NoError(t, err)
+	var got []string
+	for _, p := range c.trustedProxies {
+		got = append(got, p.String())
+	}
+	require.Equal(t, []string{"10.0.0.0/8", "192.168.1.7/32", "fd00::/8", "::1/128"}, got)
+	c, err = loadConfig(nil, func(string) string { return "" })
+	require.NoError(t, err)
+	require.Empty(t, c.trustedProxies, "none is trusted by default")
 }

@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,6 +28,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	switch args[0] {
 	case "serve":
 		cfg, err := loadConfig(args[1:], getenv)
+		if errors.Is(err, flag.ErrHelp) {
+			serveHelp(stdout)
+			return 0
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "hooklane: invalid configuration:\n%v\n", err)
 			return 2
@@ -41,6 +47,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		if err := receive(ctx, args[1:], stdout, stderr); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
 			fmt.Fprintf(stderr, "hooklane: %v\n", err)
 			return 1
 		}
@@ -49,6 +58,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		if err := benchCmd(ctx, args[1:], stdout, stderr); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
 			fmt.Fprintf(stderr, "hooklane: %v\n", err)
 			return 1
 		}

@@ -126,3 +126,26 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 	require.InDelta(t, 3, got[`hooklane_http_requests_total{code="201",method="POST",route="/api/events"}`], 0)
 	require.Contains(t, got, "go_goroutines", "the Go collector is registered")
 }
+
+// TestMetricsOnOwnListener: with HOOKLANE_METRICS_LISTEN set, /metrics is
+// served there, and only there: the API listener answers 404 for it.
+func TestMetricsOnOwnListener(t *testing.T) {
+	t.Parallel()
+	metricsAddr := freePort(t)
+	gw := startGateway(t, map[string]string{"HOOKLANE_METRICS_LISTEN": metricsAddr})
+	status, _, _ := gw.do(t, "GET", "/healthz", "", "", nil)
+	require.Equal(t, http.StatusOK, status)
+
+	resp, err := http.Get(gw.base + "/metrics") //nolint:noctx // test
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "the API listener does not serve /metrics")
+
+	got := scrape(t, "http://"+metricsAddr)
+	require.InDelta(t, 1, got[`hooklane_http_requests_total{code="200",method="GET",route="/healthz"}`], 0,
+		"the API listener still feeds the metrics")
+	resp, err = http.Get("http://" + metricsAddr + "/api/event-types") //nolint:noctx // test
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "the metrics listener serves nothing else")
+}

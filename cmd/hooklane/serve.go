@@ -132,6 +132,13 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			return err
 		}
 	}
+	proxies := cfg.trustedProxies
+	if proxies == nil { // a Config not made by loadConfig
+		var err error
+		if proxies, err = parseTrustedProxies(cfg.TrustedProxies); err != nil {
+			return fmt.Errorf("HOOKLANE_TRUSTED_PROXIES (--trusted-proxies): %w", err)
+		}
+	}
 	st, err := openStore(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -201,6 +208,17 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		})
 		g.Go(func() error { return rt.Run(ctx) })
 	}
+	if cfg.MetricsListen != "" {
+		// Metrics on their own listener, whatever the roles: a router-only
+		// process is scraped too.
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.Handler())
+		addr, err := listenAndServe(ctx, g, cfg.MetricsListen, cfg.ShutdownTimeout, mux, logger)
+		if err != nil {
+			return err
+		}
+		logger.InfoContext(ctx, "metrics listener started", "metrics_listen", addr)
+	}
 	if roles["api"] {
 		tailer := stream.NewTailer(stream.TailerConfig{Store: st, Hub: hub, Logger: logger})
 		g.Go(func() error { return tailer.Run(ctx) })
@@ -215,12 +233,12 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			Store: st, Queue: q, Ingest: svc, Jobs: jobs,
 			Pull:          pull.New(pull.Config{Store: st, Lifecycle: jobs, Hub: hub, Lease: cfg.Lease}),
 			Limits:        ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
-			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys,
+			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys, TrustedProxies: proxies,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, IDs: ids, Version: version, Logger: logger, Metrics: m,
 			Stream: api.StreamConfig{Hub: hub, Retention: cfg.StreamRetention},
-			UI:     ui.Handler(),
+			UI:     ui.Handler(), MetricsOnOwnListener: cfg.MetricsListen != "",
 		})
-		addr, err := listenAndServe(ctx, g, cfg, srv.Handler(), logger)
+		addr, err := listenAndServe(ctx, g, cfg.Listen, cfg.ShutdownTimeout, srv.Handler(), logger)
 		if err != nil {
 			return err
 		}
@@ -230,7 +248,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	} else {
 		// A router or pollers process serves no API, but its probes and
 		// metrics scrape need /healthz, /readyz and /metrics.
-		addr, err := listenAndServe(ctx, g, cfg, opsHandler(version, st, q, m), logger)
+		addr, err := listenAndServe(ctx, g, cfg.Listen, cfg.ShutdownTimeout, opsHandler(version, st, q, m), logger)
 		if err != nil {
 			return err
 		}
@@ -276,12 +294,13 @@ func recoverEmbedded(ctx context.Context, r *pollers.Rescuer, logger *slog.Logge
 	return nil
 }
 
-// listenAndServe binds the listener now (so a bad address fails the start)
-// and serves until ctx ends, then shuts down within the shutdown timeout.
-func listenAndServe(ctx context.Context, g *errgroup.Group, cfg *Config, h http.Handler, logger *slog.Logger) (string, error) {
-	ln, err := net.Listen("tcp", cfg.Listen)
+// listenAndServe binds a listener on addr now (so a bad address fails the
+// start) and serves h until ctx ends, then shuts down within
+// shutdownTimeout. It returns the bound address.
+func listenAndServe(ctx context.Context, g *errgroup.Group, addr string, shutdownTimeout time.Duration, h http.Handler, logger *slog.Logger) (string, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		return "", fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	hs := &http.Server{
 		Handler:           h,
@@ -299,7 +318,7 @@ func listenAndServe(ctx context.Context, g *errgroup.Group, cfg *Config, h http.
 	})
 	g.Go(func() error {
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 		defer cancel()
 		if err := hs.Shutdown(sctx); err != nil {
 			return fmt.Errorf("shut down http: %w", err)
