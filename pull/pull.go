@@ -395,10 +395,25 @@ func newWorkerRegistry() *workerRegistry {
 	return &workerRegistry{seen: map[string]time.Time{}}
 }
 
+// workersMax bounds the workers one instance remembers: worker ids are
+// chosen by clients, and a registry without a bound would grow with every
+// id ever sent. Past it, the longest silent worker is forgotten (a worker
+// holding a job is still listed by Workers, from the store).
+const workersMax = 10_000
+
 // touch records activity of worker id at now.
 func (r *workerRegistry) touch(id string, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if _, known := r.seen[id]; !known && len(r.seen) >= workersMax {
+		oldest, at := "", now
+		for w, t := range r.seen {
+			if t.Before(at) || oldest == "" {
+				oldest, at = w, t
+			}
+		}
+		delete(r.seen, oldest)
+	}
 	if now.After(r.seen[id]) {
 		r.seen[id] = now
 	}
