@@ -15,7 +15,7 @@ import (
 	"github.com/hooklane/hooklane/subscription"
 )
 
-var versionPattern = regexp.MustCompile(`^(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})$`) //nolint:gochecknoglobals // compiled once, read-only
+var versionPattern = regexp.MustCompile(`^(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})$`)
 
 // versionInput is the body of a version create or patch.
 type versionInput struct {
@@ -70,8 +70,7 @@ func (s *Server) newVersion(in versionInput, prefix string) (schema.Version, []F
 // schemaError locates a schema compile error below the pointer of the
 // schema member.
 func schemaError(at string, err error) FieldError {
-	var ce *schema.CompileError
-	if errors.As(err, &ce) {
+	if ce, ok := errors.AsType[*schema.CompileError](err); ok {
 		return FieldError{Pointer: at + ce.Pointer, Message: "does not compile as JSON Schema: " + ce.Message}
 	}
 	return FieldError{Pointer: at, Message: "does not compile as JSON Schema: " + err.Error()}
@@ -108,7 +107,7 @@ func (s *Server) createEventType(c *gin.Context) error {
 		if isConflict(err) {
 			return conflict(fmt.Sprintf("event type %q exists", in.Code))
 		}
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	s.cfg.Registry.Invalidate()
 	c.Header("Location", "/api/event-types/"+t.Code)
@@ -133,7 +132,7 @@ func (s *Server) listEventTypes(c *gin.Context) error {
 	for {
 		pg, err := s.cfg.Store.EventTypeList(c.Request.Context(), p)
 		if err != nil {
-			return err //nolint:wrapcheck // mapped by h
+			return err
 		}
 		all = append(all, pg.EventTypes...)
 		if pg.NextCursor == "" || pg.NextCursor == p.Cursor {
@@ -176,7 +175,7 @@ func (s *Server) updateEventType(c *gin.Context, edit func(t *schema.EventType) 
 			return t, nil
 		}
 		if !isConflict(err) {
-			return nil, err //nolint:wrapcheck // mapped by h
+			return nil, err
 		}
 	}
 	return nil, conflict("the event type changed concurrently; retry")
@@ -223,7 +222,7 @@ func (s *Server) deleteEventType(c *gin.Context) error {
 	}
 	ix, err := s.cfg.Subscriptions.Index(c.Request.Context())
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	if ix.BindsEventType(code) {
 		return conflict(fmt.Sprintf("event type %q is bound by a subscription", code))
