@@ -203,7 +203,7 @@ func flattenJoin(errs []error) error {
 		if e == nil {
 			continue
 		}
-		if j, ok := e.(interface{ Unwrap() []error }); ok { //nolint:errorlint // walking a join, not matching
+		if j, ok := e.(interface{ Unwrap() []error }); ok { // walking a join, not matching
 			flat = append(flat, j.Unwrap()...)
 			continue
 		}
@@ -306,7 +306,7 @@ func decodeBinary(h http.Header, body []byte) (cloudevent.Event, *Error) {
 			}
 			ev.Data = append(json.RawMessage(nil), bytes.TrimSpace(body)...)
 		case strings.HasPrefix(mt, "text/"):
-			s, _ := json.Marshal(string(body))
+			s, _ := json.Marshal(string(body)) //nolint:errchkjson // a Go string always encodes
 			ev.Data = s
 		default:
 			ev.DataBase64 = append([]byte(nil), body...)
@@ -327,14 +327,13 @@ func isJSONMediaType(mt string) bool {
 func envelopeError(err error, prefix string) *Error {
 	var violations []Violation
 	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok { //nolint:errorlint // walking a join, not matching
+	if j, ok := err.(interface{ Unwrap() []error }); ok { // walking a join, not matching
 		errs = j.Unwrap()
 	} else {
 		errs = []error{err}
 	}
 	for _, e := range errs {
-		var ae *cloudevent.AttributeError
-		if errors.As(e, &ae) {
+		if ae, ok := errors.AsType[*cloudevent.AttributeError](e); ok {
 			violations = append(violations, Violation{Pointer: prefix + "/" + escapePointerToken(ae.Name), Message: ae.Message})
 			continue
 		}
@@ -347,8 +346,7 @@ func envelopeError(err error, prefix string) *Error {
 func syntaxError(b []byte) string {
 	var v any
 	err := json.Unmarshal(b, &v)
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return fmt.Sprintf("%s at offset %d", se.Error(), se.Offset)
 	}
 	if err != nil {
