@@ -48,6 +48,7 @@ func TestAuthRolesPerRoute(t *testing.T) {
 		// answer 400/404/409/422, but never 401/403 to an allowed key.
 		body := "{}"
 		t.Run(r, func(t *testing.T) {
+			t.Parallel()
 			resp, _ := ts.do(t, method, url, body)
 			require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no key")
 			require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))

@@ -3,6 +3,7 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,12 +24,14 @@ const orderSchema = `{"type":"object","required":["amount","currency"],"addition
 func createType(t testing.TB, s *testServer, code string, versions ...string) {
 	t.Helper()
 	body := fmt.Sprintf(`{"code":%q,"name":"Test type","versions":[`, code)
+	var bodySb26 strings.Builder
 	for i, v := range versions {
 		if i > 0 {
-			body += ","
+			bodySb26.WriteString(",")
 		}
-		body += v
+		bodySb26.WriteString(v)
 	}
+	body += bodySb26.String()
 	resp, got := s.do(t, http.MethodPost, "/api/event-types", body+"]}")
 	require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", got)
 }
@@ -186,12 +189,18 @@ func TestVersionCreate(t *testing.T) {
 		{name: "new DEPRECATED", body: `{"version":"3.0","status":"DEPRECATED","schema":{}}`, want: 422, wantErrs: [][2]string{{"/status", "a new version must be FINALISING or CURRENT"}}},
 		{name: "no schema", body: `{"version":"3.0"}`, want: 422, wantErrs: [][2]string{{"/schema", "is required"}}},
 		{name: "bad schema type", body: `{"version":"3.0","schemaType":"AVRO","schema":{}}`, want: 422, wantErrs: [][2]string{{"/schemaType", `must be "JSON_SCHEMA"`}}},
-		{name: "unknown type name", body: `{"version":"3.0","schema":{"type":"object","properties":{"amount":{"type":"nummber"}}}}`, want: 422,
-			wantErrs: [][2]string{{"/schema/properties/amount/type", compileFail + "value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'"}}},
-		{name: "draft-07 rules when named", body: `{"version":"3.0","schema":{"$schema":"http://json-schema.org/draft-07/schema#","exclusiveMinimum":true}}`, want: 422,
-			wantErrs: [][2]string{{"/schema/exclusiveMinimum", compileFail + "got boolean, want number"}}},
-		{name: "bad regex", body: `{"version":"3.0","schema":{"properties":{"sku":{"pattern":"("}}}}`, want: 422,
-			wantErrs: [][2]string{{"/schema/properties/sku/pattern", compileFail + "'(' is not valid regex: error parsing regexp: missing closing ): `(`"}}},
+		{
+			name: "unknown type name", body: `{"version":"3.0","schema":{"type":"object","properties":{"amount":{"type":"nummber"}}}}`, want: 422,
+			wantErrs: [][2]string{{"/schema/properties/amount/type", compileFail + "value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'"}},
+		},
+		{
+			name: "draft-07 rules when named", body: `{"version":"3.0","schema":{"$schema":"http://json-schema.org/draft-07/schema#","exclusiveMinimum":true}}`, want: 422,
+			wantErrs: [][2]string{{"/schema/exclusiveMinimum", compileFail + "got boolean, want number"}},
+		},
+		{
+			name: "bad regex", body: `{"version":"3.0","schema":{"properties":{"sku":{"pattern":"("}}}}`, want: 422,
+			wantErrs: [][2]string{{"/schema/properties/sku/pattern", compileFail + "'(' is not valid regex: error parsing regexp: missing closing ): `(`"}},
+		},
 	} {
 		resp, body := s.do(t, http.MethodPost, "/api/event-types/ver.create/versions", tc.body)
 		require.Equal(t, tc.want, resp.StatusCode, "%s: %v", tc.name, body)

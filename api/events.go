@@ -57,13 +57,12 @@ func (s *Server) sequenceOf(c *gin.Context) func(string) int {
 func (s *Server) postEvents(c *gin.Context) error {
 	req, err := ingest.Parse(c.Request, s.cfg.Limits)
 	if err != nil {
-		return err //nolint:wrapcheck // *ingest.Error or a read failure, mapped by h
+		return err
 	}
 	results, err := s.cfg.Ingest.Ingest(c.Request.Context(), req)
 	if err != nil {
-		var ie *ingest.Error
-		if errors.As(err, &ie) {
-			return err //nolint:wrapcheck // mapped by h
+		if _, ok := errors.AsType[*ingest.Error](err); ok {
+			return err
 		}
 		// Nothing of the request can be confirmed stored: the producer must
 		// retry, and deduplication makes the retry safe.
@@ -104,7 +103,7 @@ func (s *Server) getEvent(c *gin.Context) error {
 	}
 	jobs, err := s.cfg.Store.JobListByEvent(c.Request.Context(), ev.ID)
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	ingest.SortJobs(jobs, s.sequenceOf(c))
 	return s.writeWithHistory(c, ev.ID, s.newEventView(ev, jobs)) // ?include=history: api/stream.go
@@ -137,14 +136,14 @@ func (s *Server) listEvents(c *gin.Context) error {
 	}
 	pg, err := s.cfg.Store.EventList(c.Request.Context(), p)
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	seq := s.sequenceOf(c)
 	views := make([]eventView, len(pg.Events))
 	for i, ev := range pg.Events {
 		jobs, err := s.cfg.Store.JobListByEvent(c.Request.Context(), ev.ID)
 		if err != nil {
-			return err //nolint:wrapcheck // mapped by h
+			return err
 		}
 		ingest.SortJobs(jobs, seq)
 		views[i] = s.newEventView(ev, jobs)

@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -69,6 +71,14 @@ func newTestServer(t testing.TB, cfg func(*api.Config)) *testServer {
 func (s *testServer) do(t testing.TB, method, path string, body any, headers ...string) (*http.Response, map[string]any) {
 	t.Helper()
 	require.Zero(t, len(headers)%2, "headers must be name, value pairs")
+	resp, out, err := s.send(t.Context(), method, path, body, headers...)
+	require.NoError(t, err)
+	return resp, out
+}
+
+// send is do without assertions, for goroutines other than the test's
+// (require may stop only the test's own goroutine): it returns the error.
+func (s *testServer) send(ctx context.Context, method, path string, body any, headers ...string) (*http.Response, map[string]any, error) {
 	var r io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -78,26 +88,38 @@ func (s *testServer) do(t testing.TB, method, path string, body any, headers ...
 		r = bytes.NewReader(b)
 	default:
 		raw, err := json.Marshal(b)
-		require.NoError(t, err)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode body: %w", err)
+		}
 		r = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), method, s.URL+path, r)
-	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(ctx, method, s.URL+path, r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build request: %w", err)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	for i := 0; i < len(headers); i += 2 {
+	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
 	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.NoError(t, resp.Body.Close())
+	if err != nil {
+		return nil, nil, fmt.Errorf("read answer: %w", err)
+	}
+	if err := resp.Body.Close(); err != nil {
+		return nil, nil, fmt.Errorf("close answer: %w", err)
+	}
 	resp.Body = io.NopCloser(bytes.NewReader(raw))
 	var out map[string]any
 	if len(bytes.TrimSpace(raw)) > 0 && bytes.TrimSpace(raw)[0] == '{' {
-		require.NoError(t, json.Unmarshal(raw, &out), "body: %s", raw)
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return nil, nil, fmt.Errorf("decode answer %s: %w", raw, err)
+		}
 	}
-	return resp, out
+	return resp, out, nil
 }

@@ -11,7 +11,7 @@ import (
 // openAPIDoc is openapi.json, never modified.
 //
 //go:embed openapi.json
-var openAPIDoc []byte //nolint:gochecknoglobals // embedded, read-only
+var openAPIDoc []byte
 
 // OpenAPI returns the HTTP contract of API.md as an OpenAPI 3.1 document
 // (a copy), the one served at GET /api/openapi.json. A test checks it

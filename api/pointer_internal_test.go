@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,7 +38,7 @@ func TestPointerAtTypeErrors(t *testing.T) {
 			t.Parallel()
 			var o outer
 			var te *json.UnmarshalTypeError
-			require.True(t, errors.As(json.Unmarshal([]byte(tt.body), &o), &te))
+			require.ErrorAs(t, json.Unmarshal([]byte(tt.body), &o), &te)
 			got, found := pointerAt([]byte(tt.body), te.Offset)
 			require.True(t, found)
 			require.Equal(t, tt.want, got)

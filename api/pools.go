@@ -85,7 +85,7 @@ func (s *Server) createPool(c *gin.Context) error {
 		if isConflict(err) {
 			return conflict(fmt.Sprintf("a dispatch pool with code %q exists", p.Code))
 		}
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	c.Header("Location", "/api/dispatch-pools/"+p.ID)
 	c.JSON(http.StatusCreated, p)
@@ -99,7 +99,7 @@ func (s *Server) listPools(c *gin.Context) error {
 	}
 	pools, err := s.cfg.Store.PoolList(c.Request.Context())
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	// Pools are few: the store returns them all and the page is cut here,
 	// newest (largest ULID) first.
@@ -162,7 +162,7 @@ func (s *Server) deletePool(c *gin.Context) error {
 	}
 	ix, err := s.cfg.Subscriptions.Index(c.Request.Context())
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	for _, sub := range ix.Subscriptions() {
 		if sub.DispatchPoolID != nil && *sub.DispatchPoolID == p.ID {

@@ -30,7 +30,7 @@ type FieldError = ingest.Violation
 
 // Problem is an RFC 9457 problem document. It is also an error, so handlers
 // can return it.
-type Problem struct {
+type Problem struct { //nolint:errname // RFC 9457 names it a problem, and so do API.md and every handler
 	Type   string       `json:"type"`
 	Title  string       `json:"title"`
 	Status int          `json:"status"`
@@ -65,8 +65,7 @@ func conflict(detail string) *Problem { return newProblem(http.StatusConflict, d
 // that are not the client's fault become a 500 (logged by the caller) or,
 // for an unreachable store, a 503 with Retry-After.
 func toProblem(err error) (*Problem, bool) {
-	var p *Problem
-	if errors.As(err, &p) {
+	if p, ok := errors.AsType[*Problem](err); ok {
 		return p, false
 	}
 	if dp, ok := domainProblem(err); ok {
@@ -127,8 +126,7 @@ func decodeJSON(r *http.Request, dst any, maxBytes int64) error {
 		return unprocessable("a field has the wrong type", FieldError{Pointer: "", Message: "must be an object"})
 	}
 	if err := json.Unmarshal(body, dst); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
+		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 			ptr, found := pointerAt(body, te.Offset)
 			if !found {
 				ptr = "/" + strings.ReplaceAll(te.Field, ".", "/")

@@ -55,15 +55,24 @@ func ingestOrder(t testing.TB, s *testServer, id string, ext ...string) string {
 // claim calls the claim endpoint and returns the status and claimed jobs.
 func claim(t testing.TB, s *testServer, sub, worker, query string) (int, []map[string]any) {
 	t.Helper()
-	resp, got := s.do(t, http.MethodGet, "/api/subscriptions/"+sub+"/jobs/next?worker_id="+worker+query, nil)
+	resp, got := s.do(t, http.MethodGet, claimPath(sub, worker, query), nil)
 	if resp.StatusCode != http.StatusOK {
 		return resp.StatusCode, nil
 	}
+	return resp.StatusCode, claimItems(got)
+}
+
+func claimPath(sub, worker, query string) string {
+	return "/api/subscriptions/" + sub + "/jobs/next?worker_id=" + worker + query
+}
+
+// claimItems returns the items of a claim's answer.
+func claimItems(got map[string]any) []map[string]any {
 	var out []map[string]any
 	for _, it := range got["items"].([]any) {
 		out = append(out, it.(map[string]any))
 	}
-	return resp.StatusCode, out
+	return out
 }
 
 func claimedIDs(items []map[string]any) []string {
@@ -178,9 +187,9 @@ func TestPullFail(t *testing.T) {
 	_, items := claim(t, s, sub, "w1", "")
 	require.Equal(t, []string{job}, claimedIDs(items))
 
-	code, got := report(t, s, job, "fail", "w2", "errorMessage", "boom")
+	code, _ := report(t, s, job, "fail", "w2", "errorMessage", "boom")
 	require.Equal(t, http.StatusConflict, code, "a foreign worker")
-	code, got = report(t, s, job, "fail", "w1", "errorMessage", "boom", "statusCode", 500)
+	code, got := report(t, s, job, "fail", "w1", "errorMessage", "boom", "statusCode", 500)
 	require.Equal(t, http.StatusOK, code, got)
 	require.Equal(t, true, got["retryScheduled"])
 	require.NotEmpty(t, got["nextAttemptAt"])
@@ -317,13 +326,14 @@ func TestPullLongPollGetsNewEvent(t *testing.T) {
 	t.Parallel()
 	s, sub := newPullServer(t, "IMMEDIATE", 3)
 	type result struct {
-		code  int
-		items []map[string]any
+		resp *http.Response
+		got  map[string]any
+		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
-		code, items := claim(t, s, sub, "w1", "&wait=20s")
-		done <- result{code, items}
+		resp, got, err := s.send(t.Context(), http.MethodGet, claimPath(sub, "w1", "&wait=20s"), nil)
+		done <- result{resp, got, err}
 	}()
 	// The claim must be waiting (not answered 204 at once) before the event
 	// arrives; the worker registry records it on arrival.
@@ -333,7 +343,9 @@ func TestPullLongPollGetsNewEvent(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 	job := ingestOrder(t, s, "e1")
 	r := <-done
-	require.Equal(t, http.StatusOK, r.code)
-	require.Equal(t, []string{job}, claimedIDs(r.items))
-	require.True(t, slices.ContainsFunc(r.items, func(m map[string]any) bool { return m["event"] != nil }))
+	require.NoError(t, r.err)
+	require.Equal(t, http.StatusOK, r.resp.StatusCode)
+	items := claimItems(r.got)
+	require.Equal(t, []string{job}, claimedIDs(items))
+	require.True(t, slices.ContainsFunc(items, func(m map[string]any) bool { return m["event"] != nil }))
 }

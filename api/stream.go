@@ -245,11 +245,11 @@ func (s *Server) streamSSE(c *gin.Context) error {
 	// any proxy); clients ignore it.
 	sw.buf.WriteString(": connected\n\n")
 	if err := sw.flush(); err != nil {
-		return nil //nolint:nilerr // the client left; nothing to answer
+		return nil // the client left; nothing to answer
 	}
 	if gap, ok := cur.Gap(s.cfg.NowFunc(), cfg.Retention); ok {
 		if err := sw.event(&gap, false); err != nil {
-			return nil //nolint:nilerr // the client left
+			return nil // the client left
 		}
 	}
 	if err := feed.Replay(ctx, s.cfg.Store, cur, f.match, func(e *stream.Event) error { return sw.event(e, true) }); err != nil {
@@ -267,7 +267,7 @@ func (s *Server) streamSSE(c *gin.Context) error {
 		case <-ping.C:
 			sw.buf.WriteString(": ping\n\n")
 			if err := sw.flush(); err != nil {
-				return nil //nolint:nilerr // the client left
+				return nil // the client left
 			}
 		case e, ok := <-feed.C:
 			if !ok {
@@ -280,7 +280,7 @@ func (s *Server) streamSSE(c *gin.Context) error {
 				continue
 			}
 			if err := sw.event(e, true); err != nil {
-				return nil //nolint:nilerr // the client left or is too slow
+				return nil // the client left or is too slow
 			}
 		}
 	}
@@ -296,7 +296,7 @@ func (s *Server) writeWithHistory(c *gin.Context, subject string, v any) error {
 	}
 	events, err := s.cfg.Store.StatusEventListBySubject(c.Request.Context(), subject)
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	history := make([]json.RawMessage, 0, len(events))
 	for i := range events {

@@ -95,7 +95,6 @@ type sseClient struct {
 	mu      sync.Mutex
 	got     []received
 	arrived chan struct{}
-	dials   *int
 }
 
 // connectSSE opens the stream at path with the real SSE client library. A
@@ -218,7 +217,7 @@ type dialer struct {
 func (d *dialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -366,6 +365,7 @@ func TestStreamFilters(t *testing.T) {
 	b.write(t, m1, m2)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got := ids(clients[i].waitFor(t, len(tt.want)))
 			require.Equal(t, tt.want, got)
 		})
@@ -720,18 +720,6 @@ func startInstance(t *testing.T, st api.Store) *instance {
 	return &instance{url: srv.URL, hub: hub, ids: idgen.New(nil), st: st}
 }
 
-// write stores events as this instance's writers do: the local hub is
-// notified, the other instance only learns from the store.
-func (in *instance) write(t *testing.T, events ...stream.Event) {
-	t.Helper()
-	require.NoError(t, in.st.StatusEventInsertMany(context.Background(), events))
-	in.hub.Notify()
-}
-
-func (in *instance) newEvent(typ, subject string) stream.Event {
-	return stream.Event{ID: in.ids.New(), Type: typ, Time: time.Now().UTC().Truncate(time.Millisecond), Subject: subject, Data: stream.Data{JobID: subject}}
-}
-
 func TestStreamTwoInstancesOverMongoDB(t *testing.T) {
 	t.Parallel()
 	uri := cmp.Or(os.Getenv("HOOKLANE_TEST_MONGO_URI"), "mongodb://127.0.0.1:27017/")
@@ -797,8 +785,10 @@ func TestStreamTwoInstancesOverMongoDB(t *testing.T) {
 	// id generator: the ids still sort in causal order because
 	// dispatch.Job.StatusEvent stamps them after the job's stored UpdatedAt.
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	job := &dispatch.Job{ID: a.ids.New(), Kind: dispatch.KindTask, Code: "test:job", Status: dispatch.StatusPending,
-		Attempts: []dispatch.Attempt{}, CreatedAt: now, UpdatedAt: now}
+	job := &dispatch.Job{
+		ID: a.ids.New(), Kind: dispatch.KindTask, Code: "test:job", Status: dispatch.StatusPending,
+		Attempts: []dispatch.Attempt{}, CreatedAt: now, UpdatedAt: now,
+	}
 	require.NoError(t, st.JobInsertMany(ctx, &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{job}}))
 	var want []string
 	written := map[string]time.Time{}
@@ -849,7 +839,7 @@ func TestStreamTwoInstancesOverMongoDB(t *testing.T) {
 	require.Less(t, worst, bound+3*time.Second)
 }
 
-func TestStreamThousandIdleClientsMemory(t *testing.T) {
+func TestStreamThousandIdleClientsMemory(t *testing.T) { //nolint:paralleltest // it measures the heap: it runs before the parallel tests start
 	// Not parallel: it measures the heap.
 	b := setupStream(t, stream.HubConfig{}, nil)
 	const n = 1000
@@ -876,8 +866,8 @@ func TestStreamThousandIdleClientsMemory(t *testing.T) {
 	b.waitClients(t, n)
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	stacks := int64(after.StackInuse) - int64(before.StackInuse)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)    //nolint:gosec // G115: a heap is far below 2^63 bytes
+	stacks := int64(after.StackInuse) - int64(before.StackInuse) //nolint:gosec // G115: (see grown)
 	t.Logf("%d idle stream clients (server and client side in one process): heap +%d KiB (%d B/client), stacks +%d KiB",
 		n, grown>>10, grown/n, stacks>>10)
 	// Server side per client: the hub channel (8 KiB), the handler's

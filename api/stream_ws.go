@@ -73,7 +73,7 @@ func (s *Server) streamWS(c *gin.Context) error {
 		return nil
 	}
 	conn.SetReadLimit(wsReadLimit)
-	defer conn.CloseNow()
+	defer conn.CloseNow() //nolint:errcheck // the fallback after the Close below; on that path the connection is already gone
 	ws := &wsSession{s: s, cfg: cfg, conn: conn, subs: make(map[string]*wsSubscription)}
 	status, reason := ws.run(c.Request.Context())
 	_ = conn.Close(status, reason)
@@ -175,9 +175,8 @@ func (ws *wsSession) subscribe(ctx context.Context, m *wsClientMessage) error {
 		f.since = time.Time{}
 	}
 	if err != nil {
-		var p *Problem
 		msg := err.Error()
-		if errors.As(err, &p) {
+		if p, ok := errors.AsType[*Problem](err); ok {
 			msg = p.Detail
 		}
 		return ws.send(ctx, &wsServerMessage{SubscriptionID: id, Error: msg})

@@ -24,7 +24,9 @@ func TestUIMountedAtSlashUI(t *testing.T) {
 	ts := newTestServer(t, func(c *api.Config) { c.UI = ui })
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
-	resp, err := client.Get(ts.URL + "/ui")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/ui", nil)
+	require.NoError(t, err)
+	resp, err := client.Do(req)
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusMovedPermanently, resp.StatusCode)

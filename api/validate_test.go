@@ -20,12 +20,18 @@ func TestValidateDataAgainstAVersion(t *testing.T) {
 		pointer []string
 	}{
 		{name: "valid", path: "1.0", body: `{"data":{"amount":10,"currency":"EUR"}}`, status: http.StatusOK},
-		{name: "violations at their pointers", path: "1.0", body: `{"data":{"amount":"ten","currency":"GBP","x":1}}`,
-			status: http.StatusUnprocessableEntity, pointer: []string{"/data/amount", "/data/currency", "/data/x"}},
-		{name: "missing property at the object", path: "1.0", body: `{"data":{"amount":1}}`,
-			status: http.StatusUnprocessableEntity, pointer: []string{"/data"}},
-		{name: "a FINALISING version is checked too", path: "2.0", body: `{"data":{"amount":1}}`,
-			status: http.StatusUnprocessableEntity, pointer: []string{"/data"}},
+		{
+			name: "violations at their pointers", path: "1.0", body: `{"data":{"amount":"ten","currency":"GBP","x":1}}`,
+			status: http.StatusUnprocessableEntity, pointer: []string{"/data/amount", "/data/currency", "/data/x"},
+		},
+		{
+			name: "missing property at the object", path: "1.0", body: `{"data":{"amount":1}}`,
+			status: http.StatusUnprocessableEntity, pointer: []string{"/data"},
+		},
+		{
+			name: "a FINALISING version is checked too", path: "2.0", body: `{"data":{"amount":1}}`,
+			status: http.StatusUnprocessableEntity, pointer: []string{"/data"},
+		},
 		{name: "no data", path: "1.0", body: `{}`, status: http.StatusUnprocessableEntity, pointer: []string{"/data"}},
 		{name: "malformed", path: "1.0", body: `{"data":`, status: http.StatusBadRequest},
 		{name: "unknown version", path: "9.9", body: `{"data":{}}`, status: http.StatusNotFound},

@@ -263,8 +263,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		StartedAt: now().UTC(), Target: cfg.BaseURL, Mode: cfg.Mode, PayloadBytes: cfg.PayloadBytes, BatchSize: cfg.BatchSize,
 		PhaseSeconds: cfg.Duration.Seconds(), BudgetSeconds: cfg.Budget.Seconds(), Machine: machine(),
 	}
-	r := &runner{cfg: cfg, rep: rep, runID: runID, factory: newEventFactory(runID, cfg.PayloadBytes),
-		deadline: now().Add(cfg.Budget)}
+	r := &runner{
+		cfg: cfg, rep: rep, runID: runID, factory: newEventFactory(runID, cfg.PayloadBytes),
+		deadline: now().Add(cfg.Budget),
+	}
 	// Every wait of the run ends with the budget, the soak and a grace
 	// period for the last drain and the clean-up.
 	ctx, cancel := context.WithTimeout(ctx, cfg.Budget+cfg.Soak+cfg.DrainTimeout+time.Minute)
@@ -277,7 +279,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer recv.close()
+	defer recv.close(ctx)
 	r.recv = recv
 	r.gw = &gatewayClient{base: cfg.BaseURL, apiKey: cfg.APIKey, http: &http.Client{Timeout: 30 * time.Second}}
 	subID, err := r.gw.setup(ctx, runID, recv.url+"/hook")
@@ -319,7 +321,7 @@ func (r *runner) ceiling(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer noop.close()
+	defer noop.close(ctx)
 	for _, batch := range []int{1, r.cfg.BatchSize} {
 		for _, conns := range r.cfg.Connections {
 			r.cfg.Logger.Info("ceiling", "batch", batch, "connections", conns)
@@ -331,8 +333,10 @@ func (r *runner) ceiling(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("measure ceiling: %w", err)
 			}
-			r.rep.Ceiling = append(r.rep.Ceiling, CeilingResult{Batch: batch, Connections: conns,
-				Requests: res.ok, Errors: res.failed, RequestsPerSec: res.rate()})
+			r.rep.Ceiling = append(r.rep.Ceiling, CeilingResult{
+				Batch: batch, Connections: conns,
+				Requests: res.ok, Errors: res.failed, RequestsPerSec: res.rate(),
+			})
 		}
 	}
 	return nil

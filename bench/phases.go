@@ -177,9 +177,12 @@ func (r *runner) matching(ctx context.Context) error {
 			return
 		}
 		r.cfg.Logger.Info("matching: deleting subscriptions", "count", len(ids))
-		forEach(context.WithoutCancel(ctx), len(ids), 16, func(ctx context.Context, i int) error {
+		err := forEach(context.WithoutCancel(ctx), len(ids), 16, func(ctx context.Context, i int) error {
 			return r.gw.deleteSubscription(ctx, ids[i])
 		})
+		if err != nil {
+			r.cfg.Logger.Warn("matching: subscriptions left behind", "error", err)
+		}
 	}()
 	conns := r.fanOutConns()
 	for _, size := range r.cfg.MatchSizes {
@@ -290,8 +293,10 @@ func indexMatchMicros(size int) float64 {
 		if i == 0 {
 			typ = MatchEventType
 		}
-		subs[i] = &subscription.Subscription{ID: fmt.Sprintf("s%06d", i), Code: fmt.Sprintf("s%06d", i),
-			Status: subscription.StatusActive, EventTypes: []subscription.Binding{{EventTypeCode: typ}}}
+		subs[i] = &subscription.Subscription{
+			ID: fmt.Sprintf("s%06d", i), Code: fmt.Sprintf("s%06d", i),
+			Status: subscription.StatusActive, EventTypes: []subscription.Binding{{EventTypeCode: typ}},
+		}
 	}
 	ix := subscription.NewIndex(subs)
 	ev := &cloudevent.Event{SpecVersion: "1.0", ID: "e", Source: "/bench", Type: MatchEventType}

@@ -35,8 +35,9 @@ func startServer(ctx context.Context, h http.Handler) (*server, error) {
 	return s, nil
 }
 
-func (s *server) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+// close shuts the server down within 5 s, also when ctx has ended already.
+func (s *server) close(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := s.srv.Shutdown(ctx); err != nil {
 		_ = s.srv.Close()

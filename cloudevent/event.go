@@ -179,7 +179,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 func appendJSONString(b []byte, s string) []byte {
 	for i := range len(s) {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always encodes
+			q, _ := json.Marshal(s) //nolint:errchkjson // a Go string always encodes
 			return append(b, q...)
 		}
 	}
@@ -386,7 +386,7 @@ func decodeExtension(v json.RawMessage) (any, error) {
 	case string(v) == "false":
 		return false, nil
 	case string(v) == "null":
-		return nil, nil
+		return nil, nil //nolint:nilnil // JSON null decodes to a nil value, as json.Unmarshal does
 	}
 	dec := json.NewDecoder(bytes.NewReader(v))
 	dec.UseNumber()

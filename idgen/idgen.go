@@ -33,12 +33,9 @@ func New(nowFunc func() time.Time) *Generator {
 func (g *Generator) New() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	ms := ulid.Timestamp(g.nowFunc())
-	if ms < g.last {
-		// The wall clock stepped back: keep issuing in the last millisecond
-		// so ids stay sortable in issue order.
-		ms = g.last
-	}
+	// When the wall clock stepped back, keep issuing in the last
+	// millisecond so ids stay sortable in issue order.
+	ms := max(ulid.Timestamp(g.nowFunc()), g.last)
 	g.last = ms
 	id, err := ulid.New(ms, g.entropy)
 	if err != nil {

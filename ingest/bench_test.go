@@ -17,7 +17,7 @@ import (
 )
 
 // benchData is an event's data of about 256 bytes, as `hooklane bench` sends.
-var benchData = `{"order":"o-12345","amount":150.25,"currency":"EUR","customer":{"id":"c-987","region":"us-west"},"pad":"` +
+var benchData = `{"order":"o-12345","amount":150.25,"currency":"EUR","customer":{"id":"c-987","region":"us-west"},"pad":"` + //nolint:gochecknoglobals // read-only test fixture
 	strings.Repeat("x", 120) + `"}`
 
 func benchEventJSON(i int) string {
@@ -91,8 +91,10 @@ func BenchmarkNewJobs(b *testing.B) {
 	for _, n := range []int{1, 10, 100} {
 		subs := make([]*subscription.Subscription, n)
 		for i := range subs {
-			subs[i] = &subscription.Subscription{ID: fmt.Sprintf("01JDBENCHSUB%014d", i), Code: fmt.Sprintf("sub-%d", i),
-				Target: "https://receiver.example.com/hooks", Status: subscription.StatusActive}
+			subs[i] = &subscription.Subscription{
+				ID: fmt.Sprintf("01JDBENCHSUB%014d", i), Code: fmt.Sprintf("sub-%d", i),
+				Target: "https://receiver.example.com/hooks", Status: subscription.StatusActive,
+			}
 		}
 		b.Run(fmt.Sprintf("subs%d", n), func(b *testing.B) {
 			b.ReportAllocs()

@@ -42,7 +42,7 @@ var fuzzContentTypes = []string{ //nolint:gochecknoglobals // read-only test fix
 // type (picked or fuzzed), optional binary-mode ce-* headers, and the body.
 func fuzzRequest(t *testing.T, pick uint8, contentType string, binary bool, ceType, ceID, ceVersion, ceExt string, body []byte) *http.Request {
 	t.Helper()
-	r := httptest.NewRequest(http.MethodPost, "/api/events", bytes.NewReader(body))
+	r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/api/events", bytes.NewReader(body))
 	ct := contentType
 	if int(pick) < len(fuzzContentTypes) {
 		ct = fuzzContentTypes[pick]
@@ -73,7 +73,7 @@ func requireInputError(t *testing.T, err error) {
 		return
 	}
 	var ie *ingest.Error
-	require.True(t, errors.As(err, &ie), "not an *ingest.Error: %T %v", err, err)
+	require.ErrorAs(t, err, &ie, "not an *ingest.Error: %T %v", err, err)
 	require.Contains(t, []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity},
 		ie.Status, "%v", ie)
 	for _, v := range ie.Violations {
@@ -376,7 +376,7 @@ func FuzzIngestData(f *testing.F) {
 			body = append(append([]byte("["), body...), ']')
 			ct = ingest.ContentTypeBatch
 		}
-		r := httptest.NewRequest(http.MethodPost, "/api/events", bytes.NewReader(body))
+		r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/api/events", bytes.NewReader(body))
 		r.Header.Set("Content-Type", ct)
 		req, err := ingest.Parse(r, ingest.Limits{})
 		if err != nil {
@@ -386,8 +386,7 @@ func FuzzIngestData(f *testing.F) {
 		}
 		_, err = p.svc.Ingest(t.Context(), req)
 		requireInputError(t, err)
-		var ie *ingest.Error
-		if errors.As(err, &ie) {
+		if ie, ok := errors.AsType[*ingest.Error](err); ok {
 			require.Equal(t, http.StatusUnprocessableEntity, ie.Status, "%v", ie)
 			require.NotEmpty(t, ie.Violations)
 		}

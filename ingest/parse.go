@@ -295,7 +295,7 @@ func flattenJoin(errs []error) error {
 		if e == nil {
 			continue
 		}
-		if j, ok := e.(interface{ Unwrap() []error }); ok { //nolint:errorlint // walking a join, not matching
+		if j, ok := e.(interface{ Unwrap() []error }); ok { // walking a join, not matching
 			flat = append(flat, j.Unwrap()...)
 			continue
 		}
@@ -448,7 +448,7 @@ func undeliverableError(err error, prefix string) *Error {
 func attributeViolations(err error, prefix string) []Violation {
 	var violations []Violation
 	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok { //nolint:errorlint // walking a join, not matching
+	if j, ok := err.(interface{ Unwrap() []error }); ok { // walking a join, not matching
 		errs = j.Unwrap()
 	} else {
 		errs = []error{err}
@@ -485,8 +485,7 @@ func readError(err error) *Error {
 func syntaxError(b []byte) string {
 	var v any
 	err := json.Unmarshal(b, &v)
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return fmt.Sprintf("%s at offset %d", se.Error(), se.Offset)
 	}
 	if err != nil {

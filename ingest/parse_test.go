@@ -2,7 +2,6 @@ package ingest_test
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -51,14 +50,14 @@ func TestParse(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := httptest.NewRequest(http.MethodPost, "/api/events", strings.NewReader(tc.body))
+			r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/api/events", strings.NewReader(tc.body))
 			for i := 0; i < len(tc.headers); i += 2 {
 				r.Header.Set(tc.headers[i], tc.headers[i+1])
 			}
 			req, err := ingest.Parse(r, limits)
 			if tc.wantStatus != 0 {
 				var ie *ingest.Error
-				require.True(t, errors.As(err, &ie), "%v", err)
+				require.ErrorAs(t, err, &ie, "%v", err)
 				require.Equal(t, tc.wantStatus, ie.Status, "%v", ie)
 				if tc.wantPtrs != nil {
 					ptrs := make([]string, len(ie.Violations))

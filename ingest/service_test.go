@@ -39,8 +39,10 @@ func setupService(t *testing.T) *serviceBundle {
 	p := pipelinetest.New(t, pipelinetest.Config{NowFunc: clk.Now})
 	st, ids := p.Store, p.IDs
 	require.NoError(t, st.EventTypeInsert(ctx, &schema.EventType{Code: "shop.order.created", Name: "x", Status: schema.TypeCurrent, CreatedAt: clk.Now(), UpdatedAt: clk.Now()}))
-	sub := &subscription.Subscription{ID: ids.New(), Code: "orders", EventTypes: []subscription.Binding{{EventTypeCode: "shop.order.created"}},
-		Target: "http://127.0.0.1:9/hook", CreatedAt: clk.Now(), UpdatedAt: clk.Now()}
+	sub := &subscription.Subscription{
+		ID: ids.New(), Code: "orders", EventTypes: []subscription.Binding{{EventTypeCode: "shop.order.created"}},
+		Target: "http://127.0.0.1:9/hook", CreatedAt: clk.Now(), UpdatedAt: clk.Now(),
+	}
 	sub.ApplyDefaults()
 	require.NoError(t, st.SubscriptionInsert(ctx, sub))
 	return &serviceBundle{svc: p.Ingest, store: st, queue: p.Queue, clock: clk, sub: sub, ids: ids, registry: p.Registry, subs: p.Subs}

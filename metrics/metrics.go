@@ -224,7 +224,7 @@ func (m *Metrics) Handler() http.Handler {
 // StreamClients is the gauge a status stream hub moves as clients connect
 // (Inc) and leave (Dec). With Config.StreamClientsFunc set, the gauge is
 // read from that function and moves here are ignored.
-func (m *Metrics) StreamClients() Gauge { return m.streamClients }
+func (m *Metrics) StreamClients() Gauge { return m.streamClients } //nolint:ireturn // a Prometheus gauge, or noGauge when the hub's count is read instead
 
 // noGauge ignores moves: the gauge is read from StreamClientsFunc.
 type noGauge struct{}
@@ -305,8 +305,9 @@ func attemptOutcome(s dispatch.Status) string {
 		return "cancelled"
 	case dispatch.StatusError:
 		return "error"
+	default:
+		return "other"
 	}
-	return "other"
 }
 
 func (m *Metrics) poolLabel(id string) string {

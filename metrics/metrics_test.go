@@ -30,7 +30,7 @@ func value(t *testing.T, m *metrics.Metrics, name string, labels ...string) floa
 			for _, l := range mt.GetLabel() {
 				have[l.GetName()] = l.GetValue()
 			}
-			for i := 0; i < len(labels); i += 2 {
+			for i := 0; i+1 < len(labels); i += 2 {
 				if have[labels[i]] != labels[i+1] {
 					continue next
 				}

@@ -25,7 +25,7 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.OutMessage) ([]queue
 	res, err := q.Queue.SendBatch(ctx, msgs)
 	if err != nil {
 		q.m.ObserveQueueError("send", len(msgs))
-		return res, err //nolint:wrapcheck // a transparent wrapper
+		return res, err
 	}
 	failed := 0
 	for _, r := range res {
@@ -44,7 +44,7 @@ func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Mes
 	if err != nil && ctx.Err() == nil {
 		q.m.ObserveQueueError("receive", 1)
 	}
-	return msgs, err //nolint:wrapcheck // a transparent wrapper
+	return msgs, err
 }
 
 // Delete deletes a message; failures other than an expired receipt count.
@@ -53,5 +53,5 @@ func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
 	if err != nil && !errors.Is(err, queue.ErrInvalidReceipt) && ctx.Err() == nil {
 		q.m.ObserveQueueError("delete", 1)
 	}
-	return err //nolint:wrapcheck // a transparent wrapper
+	return err
 }

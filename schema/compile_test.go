@@ -2,7 +2,6 @@ package schema_test
 
 import (
 	"bytes"
-	"errors"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -47,7 +46,7 @@ func TestCompile(t *testing.T) {
 				return
 			}
 			var ce *schema.CompileError
-			require.True(t, errors.As(err, &ce), "%T %v", err, err)
+			require.ErrorAs(t, err, &ce, "%T %v", err, err)
 			require.Equal(t, tc.wantPtr, ce.Pointer)
 			require.Contains(t, ce.Message, tc.wantMsg)
 		})

@@ -3,7 +3,6 @@ package schema_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -84,29 +83,51 @@ func TestRegistryValidate(t *testing.T) {
 		want           []v // nil when accepted
 	}{
 		{name: "valid", ev: event("shop.order.created", "", `{"amount":10,"currency":"EUR","email":"a@example.com"}`), wantVersion: "1.0"},
-		{name: "missing required", ev: event("shop.order.created", "", `{"amount":10}`),
-			want: []v{{Pointer: "/data", Message: "missing required property 'currency'"}}},
-		{name: "two missing required are two entries", ev: event("shop.order.created", "", `{}`),
-			want: []v{{Pointer: "/data", Message: "missing required property 'amount'"}, {Pointer: "/data", Message: "missing required property 'currency'"}}},
-		{name: "wrong type", ev: event("shop.order.created", "", `{"amount":"10","currency":"EUR"}`),
-			want: []v{{Pointer: "/data/amount", Message: "got string, want number"}}},
-		{name: "enum", ev: event("shop.order.created", "", `{"amount":1,"currency":"GBP"}`),
-			want: []v{{Pointer: "/data/currency", Message: "value must be one of 'EUR', 'USD'"}}},
-		{name: "format", ev: event("shop.order.created", "", `{"amount":1,"currency":"EUR","email":"nope","at":"yesterday"}`),
-			want: []v{{Pointer: "/data/at", Message: "'yesterday' is not valid date-time: less than 20 characters long"}, {Pointer: "/data/email", Message: "'nope' is not valid email: missing @"}}},
-		{name: "additionalProperties", ev: event("shop.order.created", "", `{"amount":1,"currency":"EUR","x":1,"y":2}`),
-			want: []v{{Pointer: "/data/x", Message: "property 'x' is not allowed (additionalProperties is false)"}, {Pointer: "/data/y", Message: "property 'y' is not allowed (additionalProperties is false)"}}},
-		{name: "nested array and escaped pointer", ev: event("shop.order.created", "", `{"amount":-1,"currency":"EUR","lines":[{"sku":"A"},{"a/b~c":1.5}]}`),
-			want: []v{{Pointer: "/data/amount", Message: "minimum: got -1, want 0"}, {Pointer: "/data/lines/1", Message: "missing required property 'sku'"}, {Pointer: "/data/lines/1/a~1b~0c", Message: "got number, want integer"}}},
-		{name: "no data is null", ev: event("shop.order.created", "", ""),
-			want: []v{{Pointer: "/data", Message: "got null, want object"}}},
-		{name: "binary data against a schema", ev: &cloudevent.Event{SpecVersion: "1.0", ID: "1", Source: "/s", Type: "shop.order.created", DataBase64: []byte{1}},
-			want: []v{{Pointer: "/data_base64", Message: "data must be JSON for this event type"}}},
+		{
+			name: "missing required", ev: event("shop.order.created", "", `{"amount":10}`),
+			want: []v{{Pointer: "/data", Message: "missing required property 'currency'"}},
+		},
+		{
+			name: "two missing required are two entries", ev: event("shop.order.created", "", `{}`),
+			want: []v{{Pointer: "/data", Message: "missing required property 'amount'"}, {Pointer: "/data", Message: "missing required property 'currency'"}},
+		},
+		{
+			name: "wrong type", ev: event("shop.order.created", "", `{"amount":"10","currency":"EUR"}`),
+			want: []v{{Pointer: "/data/amount", Message: "got string, want number"}},
+		},
+		{
+			name: "enum", ev: event("shop.order.created", "", `{"amount":1,"currency":"GBP"}`),
+			want: []v{{Pointer: "/data/currency", Message: "value must be one of 'EUR', 'USD'"}},
+		},
+		{
+			name: "format", ev: event("shop.order.created", "", `{"amount":1,"currency":"EUR","email":"nope","at":"yesterday"}`),
+			want: []v{{Pointer: "/data/at", Message: "'yesterday' is not valid date-time: less than 20 characters long"}, {Pointer: "/data/email", Message: "'nope' is not valid email: missing @"}},
+		},
+		{
+			name: "additionalProperties", ev: event("shop.order.created", "", `{"amount":1,"currency":"EUR","x":1,"y":2}`),
+			want: []v{{Pointer: "/data/x", Message: "property 'x' is not allowed (additionalProperties is false)"}, {Pointer: "/data/y", Message: "property 'y' is not allowed (additionalProperties is false)"}},
+		},
+		{
+			name: "nested array and escaped pointer", ev: event("shop.order.created", "", `{"amount":-1,"currency":"EUR","lines":[{"sku":"A"},{"a/b~c":1.5}]}`),
+			want: []v{{Pointer: "/data/amount", Message: "minimum: got -1, want 0"}, {Pointer: "/data/lines/1", Message: "missing required property 'sku'"}, {Pointer: "/data/lines/1/a~1b~0c", Message: "got number, want integer"}},
+		},
+		{
+			name: "no data is null", ev: event("shop.order.created", "", ""),
+			want: []v{{Pointer: "/data", Message: "got null, want object"}},
+		},
+		{
+			name: "binary data against a schema", ev: &cloudevent.Event{SpecVersion: "1.0", ID: "1", Source: "/s", Type: "shop.order.created", DataBase64: []byte{1}},
+			want: []v{{Pointer: "/data_base64", Message: "data must be JSON for this event type"}},
+		},
 		{name: "DEPRECATED named", ev: event("shop.order.created", "0.9", `{}`), wantVersion: "0.9", wantDeprecated: true},
-		{name: "FINALISING named uses its draft-07 schema", ev: event("shop.order.created", "2.0", `{}`),
-			want: []v{{Pointer: "/data", Message: "missing required property 'id'"}}},
-		{name: "unknown version", ev: event("shop.order.created", "1.1", `{}`),
-			want: []v{{Pointer: "/dataversion", Message: `unknown schema version "1.1"`}}},
+		{
+			name: "FINALISING named uses its draft-07 schema", ev: event("shop.order.created", "2.0", `{}`),
+			want: []v{{Pointer: "/data", Message: "missing required property 'id'"}},
+		},
+		{
+			name: "unknown version", ev: event("shop.order.created", "1.1", `{}`),
+			want: []v{{Pointer: "/dataversion", Message: `unknown schema version "1.1"`}},
+		},
 		{name: "no versions takes anything", ev: event("shop.any", "", `[1,"x"]`)},
 		{name: "ARCHIVE type", ev: event("shop.old", "", `{}`), want: []v{{Pointer: "/type", Message: "event type is ARCHIVE"}}},
 		{name: "unknown type", ev: event("shop.nope", "", `{}`), want: []v{{Pointer: "/type", Message: "is not a registered event type"}}},
@@ -121,7 +142,7 @@ func TestRegistryValidate(t *testing.T) {
 				return
 			}
 			var rej *schema.Rejection
-			require.True(t, errors.As(err, &rej), "%v", err)
+			require.ErrorAs(t, err, &rej, "%v", err)
 			require.Equal(t, tc.want, rej.Violations)
 			require.NotEmpty(t, rej.Detail)
 		})

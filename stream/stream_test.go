@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,10 +75,10 @@ type testBundle struct {
 	t0     time.Time
 }
 
-func setup(t *testing.T, buffer int) *testBundle {
+func setup(t *testing.T) *testBundle {
 	t.Helper()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	b := &testBundle{store: &memStore{}, hub: NewHub(HubConfig{Buffer: buffer}), clock: &clock{t: t0}, t0: t0}
+	b := &testBundle{store: &memStore{}, hub: NewHub(HubConfig{Buffer: 100}), clock: &clock{t: t0}, t0: t0}
 	b.tailer = NewTailer(TailerConfig{
 		Store: b.store, Hub: b.hub, Settle: 500 * time.Millisecond, Lookback: 2 * time.Second,
 		BatchSize: 3, NowFunc: b.clock.now,
@@ -109,7 +108,7 @@ func drain(ch <-chan *Event) []string {
 
 func TestTailerHoldsUntilSettledAndPublishesInIDOrder(t *testing.T) {
 	t.Parallel()
-	b := setup(t, 100)
+	b := setup(t)
 	ch, cancel := b.hub.Subscribe(nil)
 	defer cancel()
 
@@ -143,7 +142,7 @@ func TestTailerHoldsUntilSettledAndPublishesInIDOrder(t *testing.T) {
 
 func TestTailerPublishesEventsLaterThanSettleWithinLookback(t *testing.T) {
 	t.Parallel()
-	b := setup(t, 100)
+	b := setup(t)
 	ch, cancel := b.hub.Subscribe(nil)
 	defer cancel()
 
@@ -168,7 +167,7 @@ func TestTailerPublishesEventsLaterThanSettleWithinLookback(t *testing.T) {
 
 func TestTailerSkipsHistoryAndPagesThroughBacklog(t *testing.T) {
 	t.Parallel()
-	b := setup(t, 100)
+	b := setup(t)
 	ch, cancel := b.hub.Subscribe(nil)
 	defer cancel()
 
@@ -245,7 +244,7 @@ func TestHubMemoryWithThousandIdleClients(t *testing.T) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc) //nolint:gosec // G115: a heap is far below 2^63 bytes
 	t.Logf("1000 idle clients: %d bytes of heap", grown)
 	// 1024 pointers per client are 8 KiB: 1000 clients stay below 16 MiB
 	// (other tests running in parallel add noise, hence the margin).
@@ -285,7 +284,7 @@ func TestTailerIdleSkipsToNow(t *testing.T) {
 
 func TestReplaySeamUpToFrontier(t *testing.T) {
 	t.Parallel()
-	b := setup(t, 100)
+	b := setup(t)
 	var all []Event
 	for i := range 6 {
 		e := ev(b.t0.Add(time.Duration(i)*time.Millisecond), byte(i), TypeDispatchQueued, "job")
@@ -342,7 +341,7 @@ func TestCursorGap(t *testing.T) {
 				require.Equal(t, TypeGap, g.Type)
 				ce, err := g.CloudEvent()
 				require.NoError(t, err)
-				require.True(t, strings.Contains(string(ce), `"type":"stream.gap"`))
+				require.Contains(t, string(ce), `"type":"stream.gap"`)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -101,9 +102,10 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func matchCodes(t *testing.T, c *Cache, typ string) []string {
+// matchCodes returns the codes of the subscriptions an order:created event matches.
+func matchCodes(t *testing.T, c *Cache) []string {
 	t.Helper()
-	got, err := c.Match(t.Context(), testEvent(typ), "")
+	got, err := c.Match(t.Context(), testEvent("order:created"), "")
 	require.NoError(t, err)
 	return codes(got)
 }
@@ -113,25 +115,25 @@ func TestCacheInvalidateAppliesImmediately(t *testing.T) {
 	b := setup(t)
 	a := testSub("a", 1, "order:created")
 	b.store.set(a)
-	require.Equal(t, []string{"a"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"a"}, matchCodes(t, b.cache))
 
 	// A change stored without Invalidate is not seen until a poll...
 	b.store.set(a, testSub("b", 2, "order:*"))
-	require.Equal(t, []string{"a"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"a"}, matchCodes(t, b.cache))
 
 	// ...and with Invalidate, the very next Match sees it.
 	b.cache.Invalidate()
-	require.Equal(t, []string{"a", "b"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"a", "b"}, matchCodes(t, b.cache))
 
 	paused := testSub("a", 1, "order:created")
 	paused.Status = StatusPaused
 	b.store.set(paused, testSub("b", 2, "order:*"))
 	b.cache.Invalidate()
-	require.Equal(t, []string{"b"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"b"}, matchCodes(t, b.cache))
 
 	b.store.set()
 	b.cache.Invalidate()
-	require.Empty(t, matchCodes(t, b.cache, "order:created"))
+	require.Empty(t, matchCodes(t, b.cache))
 	require.Equal(t, uint64(4), b.cache.Stats().Rebuilds)
 }
 
@@ -148,12 +150,12 @@ func TestCacheGenerationPolling(t *testing.T) {
 	require.NoError(t, b.cache.runOnce(ctx))
 	require.Equal(t, lists, b.store.listCount())
 	require.Equal(t, uint64(1), b.cache.Stats().Rebuilds)
-	require.Equal(t, []string{"a"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"a"}, matchCodes(t, b.cache))
 
 	// Another instance changes a subscription: the poll picks it up.
 	b.store.set(testSub("a", 1, "order:created"), testSub("c", 0, "order:created"))
 	require.NoError(t, b.cache.runOnce(ctx))
-	require.Equal(t, []string{"c", "a"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"c", "a"}, matchCodes(t, b.cache))
 	st := b.cache.Stats()
 	require.Equal(t, uint64(2), st.Rebuilds)
 	require.Equal(t, int64(3), st.StoreGeneration)
@@ -178,12 +180,12 @@ func TestCacheRun(t *testing.T) {
 	go func() { done <- b.cache.Run(ctx) }()
 
 	<-polled
-	require.Equal(t, []string{"a"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"a"}, matchCodes(t, b.cache))
 	b.store.set(testSub("b", 1, "order:created"))
 	// The second poll after the change started after it.
 	<-polled
 	<-polled
-	require.Equal(t, []string{"b"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"b"}, matchCodes(t, b.cache))
 
 	cancel()
 	require.NoError(t, <-done)
@@ -197,7 +199,7 @@ func TestCacheStaleBuildCannotWin(t *testing.T) {
 	b := setup(t)
 	ctx := t.Context()
 	b.store.set(testSub("a", 1, "order:created"))
-	require.Equal(t, []string{"a"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"a"}, matchCodes(t, b.cache))
 
 	entered, release := make(chan struct{}), make(chan struct{})
 	b.store.mu.Lock()
@@ -229,7 +231,7 @@ func TestCacheStaleBuildCannotWin(t *testing.T) {
 	close(release)
 	require.NoError(t, <-pollDone)
 	require.Equal(t, []string{"a", "b", "c"}, <-matched)
-	require.Equal(t, []string{"a", "b", "c"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"a", "b", "c"}, matchCodes(t, b.cache))
 }
 
 func TestCacheStoreErrors(t *testing.T) {
@@ -246,12 +248,12 @@ func TestCacheStoreErrors(t *testing.T) {
 
 	b.store.fail(nil)
 	b.store.set(testSub("a", 1, "order:created"))
-	require.Equal(t, []string{"a"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"a"}, matchCodes(t, b.cache))
 
 	// A failed poll keeps the index in use.
 	b.store.fail(boom)
 	require.ErrorIs(t, b.cache.runOnce(ctx), boom)
-	require.Equal(t, []string{"a"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"a"}, matchCodes(t, b.cache))
 
 	// After Invalidate, a stale answer would be wrong: Match fails.
 	b.cache.Invalidate()
@@ -259,7 +261,7 @@ func TestCacheStoreErrors(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 
 	b.store.fail(nil)
-	require.Equal(t, []string{"a"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"a"}, matchCodes(t, b.cache))
 }
 
 func TestCacheHitsAndMisses(t *testing.T) {
@@ -267,9 +269,9 @@ func TestCacheHitsAndMisses(t *testing.T) {
 	b := setup(t)
 	b.store.set(testSub("a", 1, "order:created"), testSub("b", 2, "order:*"))
 
-	require.Equal(t, []string{"a", "b"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"a", "b"}, matchCodes(t, b.cache))
 	b.cache.lists.Wait() // ristretto applies sets asynchronously
-	require.Equal(t, []string{"a", "b"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"a", "b"}, matchCodes(t, b.cache))
 	st := b.cache.Stats()
 	require.Equal(t, uint64(1), st.Hits)
 	require.Equal(t, uint64(1), st.Misses)
@@ -277,7 +279,7 @@ func TestCacheHitsAndMisses(t *testing.T) {
 	// A rebuild makes the cached lists unusable.
 	b.store.set(testSub("b", 2, "order:*"))
 	b.cache.Invalidate()
-	require.Equal(t, []string{"b"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"b"}, matchCodes(t, b.cache))
 	require.Equal(t, uint64(2), b.cache.Stats().Misses)
 
 	// Even a list of an older build that is still (or again) in the
@@ -286,7 +288,7 @@ func TestCacheHitsAndMisses(t *testing.T) {
 	b.cache.lists.Wait()
 	b.cache.lists.Set("order:created", &candidateList{build: snap.build - 1}, 1)
 	b.cache.lists.Wait()
-	require.Equal(t, []string{"b"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"b"}, matchCodes(t, b.cache))
 	require.Equal(t, uint64(3), b.cache.Stats().Misses)
 }
 
@@ -344,14 +346,16 @@ func TestCacheConcurrent(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.Equal(t, []string{"b"}, matchCodes(t, b.cache, "order:created"))
+	require.Equal(t, []string{"b"}, matchCodes(t, b.cache))
 }
 
 func fmtCodes(subs []*Subscription) string {
 	s := ""
+	var sSb338 strings.Builder
 	for _, x := range codes(subs) {
-		s += x + ","
+		sSb338.WriteString(x + ",")
 	}
+	s += sSb338.String()
 	return s
 }
 

@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,16 +161,20 @@ func TestFilterAbsentData(t *testing.T) {
 // operand, present or absent.
 func TestNeqIsNotEq(t *testing.T) {
 	t.Parallel()
-	values := []string{`null`, `true`, `false`, `0`, `-0.0`, `1`, `1.0`, `1e0`, `-1`, `2.5`,
+	values := []string{
+		`null`, `true`, `false`, `0`, `-0.0`, `1`, `1.0`, `1e0`, `-1`, `2.5`,
 		`12345678901234567890`, `""`, `"1"`, `"a"`, `[]`, `[1]`, `[1.0]`, `["1"]`, `{}`,
-		`{"a":1}`, `{"a":1.0}`, `{"a":"1"}`}
+		`{"a":1}`, `{"a":1.0}`, `{"a":"1"}`,
+	}
 	data := "{"
+	var dataSb167 strings.Builder
 	for i, v := range values {
 		if i > 0 {
-			data += ","
+			dataSb167.WriteString(",")
 		}
-		data += `"f` + string(rune('a'+i)) + `":` + v
+		dataSb167.WriteString(`"f` + string(rune('a'+i)) + `":` + v)
 	}
+	data += dataSb167.String()
 	data += "}"
 	ev := withData(testEvent("a:b"), data)
 	fields := []string{"data.missing"}

@@ -136,8 +136,10 @@ func TestIndexMany(t *testing.T) {
 	}
 	ix := NewIndex(subs)
 	sorted := ix.Subscriptions()
-	for _, code := range []string{"app3:entity5:created", "app12:entity0:created", "app1:x:y:z",
-		"app3:entity5", "app3.entity5.created", "zzz:entity4:created"} {
+	for _, code := range []string{
+		"app3:entity5:created", "app12:entity0:created", "app1:x:y:z",
+		"app3:entity5", "app3.entity5.created", "zzz:entity4:created",
+	} {
 		var want []string
 		for _, s := range sorted {
 			if s.Status != StatusActive {

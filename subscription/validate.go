@@ -41,10 +41,10 @@ type FieldError struct {
 func (e FieldError) Error() string { return e.Pointer + ": " + e.Message }
 
 // specVersionRe is MAJOR.MINOR, as schema versions are written.
-var specVersionRe = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`) //nolint:gochecknoglobals // compiled once, read-only
+var specVersionRe = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
 
 // codeRe is a subscription code: letters, digits and -_.: only.
-var codeRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]*$`) //nolint:gochecknoglobals // compiled once, read-only
+var codeRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]*$`)
 
 // ApplyDefaults sets every zero field that has a default (API.md §3): mode
 // IMMEDIATE, delivery push, timeoutSeconds 30, maxAgeSeconds 86400, sequence
@@ -116,8 +116,7 @@ func (s *Subscription) Validate() []FieldError {
 
 	for i, f := range s.Filters {
 		if _, err := compileFilter(f); err != nil {
-			var fe *filterError
-			if errors.As(err, &fe) {
+			if fe, ok := errors.AsType[*filterError](err); ok {
 				add("/filters/"+strconv.Itoa(i)+"/"+fe.part, fe.msg)
 			}
 		}

@@ -27,8 +27,10 @@ func TestApplyDefaults(t *testing.T) {
 	}, s)
 
 	// Given values stay.
-	g := Subscription{Mode: dispatch.ModeBlockOnError, TimeoutSeconds: 5, Sequence: 3,
-		Retry: dispatch.Retry{MaxAttempts: 2}, Status: StatusPaused, Delivery: dispatch.DeliveryPull}
+	g := Subscription{
+		Mode: dispatch.ModeBlockOnError, TimeoutSeconds: 5, Sequence: 3,
+		Retry: dispatch.Retry{MaxAttempts: 2}, Status: StatusPaused, Delivery: dispatch.DeliveryPull,
+	}
 	g.ApplyDefaults()
 	require.Equal(t, dispatch.ModeBlockOnError, g.Mode)
 	require.Equal(t, 5, g.TimeoutSeconds)
@@ -91,10 +93,14 @@ func TestValidate(t *testing.T) {
 		{"code with space", func(s *Subscription) { s.Code = "order processor" }, []string{"/code"}},
 		{"code too long", func(s *Subscription) { s.Code = strings.Repeat("a", 129) }, []string{"/code"}},
 		{"no bindings", func(s *Subscription) { s.EventTypes = nil }, []string{"/eventTypes"}},
-		{"bad pattern", func(s *Subscription) { s.EventTypes[1].EventTypeCode = "ecommerce:order*" },
-			[]string{"/eventTypes/1/eventTypeCode"}},
-		{"bad spec version", func(s *Subscription) { s.EventTypes[0].SpecVersion = "1" },
-			[]string{"/eventTypes/0/specVersion"}},
+		{
+			"bad pattern", func(s *Subscription) { s.EventTypes[1].EventTypeCode = "ecommerce:order*" },
+			[]string{"/eventTypes/1/eventTypeCode"},
+		},
+		{
+			"bad spec version", func(s *Subscription) { s.EventTypes[0].SpecVersion = "1" },
+			[]string{"/eventTypes/0/specVersion"},
+		},
 		{"bad filter op", func(s *Subscription) { s.Filters[1].Op = "between" }, []string{"/filters/1/op"}},
 		{"bad filter field", func(s *Subscription) { s.Filters[0].Field = "data." }, []string{"/filters/0/field"}},
 		{"bad filter value", func(s *Subscription) { s.Filters[0].Op = OpIn }, []string{"/filters/0/value"}},
@@ -104,8 +110,10 @@ func TestValidate(t *testing.T) {
 		{"relative target", func(s *Subscription) { s.Target = "/hooks" }, []string{"/target"}},
 		{"no host", func(s *Subscription) { s.Target = "https:///x" }, []string{"/target"}},
 		{"bad port", func(s *Subscription) { s.Target = "https://example.com:99999/x" }, []string{"/target"}},
-		{"bad header name", func(s *Subscription) { s.Headers = map[string]string{"X/Team": "a"} },
-			[]string{"/headers/X~1Team"}},
+		{
+			"bad header name", func(s *Subscription) { s.Headers = map[string]string{"X/Team": "a"} },
+			[]string{"/headers/X~1Team"},
+		},
 		{"reserved header", func(s *Subscription) {
 			s.Headers = map[string]string{"Webhook-Signature": "v1,x", "X-A": "b", "content-type": "text/plain"}
 		}, []string{"/headers/Webhook-Signature", "/headers/content-type"}},
@@ -127,14 +135,20 @@ func TestValidate(t *testing.T) {
 		{"max age zero", func(s *Subscription) { s.MaxAgeSeconds = 0 }, []string{"/maxAgeSeconds"}},
 		{"negative delay", func(s *Subscription) { s.DelaySeconds = -5 }, []string{"/delaySeconds"}},
 		{"max attempts zero", func(s *Subscription) { s.Retry.MaxAttempts = 0 }, []string{"/retry/maxAttempts"}},
-		{"initial backoff zero", func(s *Subscription) { s.Retry.InitialBackoffSeconds = 0 },
-			[]string{"/retry/initialBackoffSeconds"}},
-		{"max below initial", func(s *Subscription) { s.Retry.MaxBackoffSeconds = 4 },
-			[]string{"/retry/maxBackoffSeconds"}},
+		{
+			"initial backoff zero", func(s *Subscription) { s.Retry.InitialBackoffSeconds = 0 },
+			[]string{"/retry/initialBackoffSeconds"},
+		},
+		{
+			"max below initial", func(s *Subscription) { s.Retry.MaxBackoffSeconds = 4 },
+			[]string{"/retry/maxBackoffSeconds"},
+		},
 		{"bad status", func(s *Subscription) { s.Status = "DELETED" }, []string{"/status"}},
 		{"empty custom key", func(s *Subscription) { s.CustomConfig[0].Key = "" }, []string{"/customConfig/0/key"}},
-		{"several", func(s *Subscription) { s.Code = ""; s.TimeoutSeconds = 1000; s.Filters[1].Op = "" },
-			[]string{"/code", "/filters/1/op", "/timeoutSeconds"}},
+		{
+			"several", func(s *Subscription) { s.Code = ""; s.TimeoutSeconds = 1000; s.Filters[1].Op = "" },
+			[]string{"/code", "/filters/1/op", "/timeoutSeconds"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

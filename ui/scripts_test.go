@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -29,5 +28,5 @@ func TestScriptsInNode(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)
 	require.NoError(t, err, "unit.mjs failed")
-	require.True(t, strings.Contains(string(out), "passed"), "no summary line")
+	require.Contains(t, string(out), "passed", "no summary line")
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -112,7 +111,7 @@ func TestAssetsStayWithinBudgetAndOrigin(t *testing.T) {
 		if m := externalRef.FindString(string(b)); m != "" {
 			t.Errorf("%s refers to another origin: %q", p, m)
 		}
-		require.False(t, strings.Contains(string(b), "TODO"), "%s has a TODO", p)
+		require.NotContains(t, string(b), "TODO", "%s has a TODO", p)
 		return nil
 	})
 	require.NoError(t, err)

@@ -49,7 +49,10 @@ func gateway(t *testing.T) (string, *sqlitestore.Store, string) {
 
 func post(t *testing.T, url, body, ct string) string {
 	t.Helper()
-	resp, err := http.Post(url, ct, strings.NewReader(body)) //nolint:noctx // test
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", ct)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -71,13 +74,13 @@ func TestRunCompletesAndFails(t *testing.T) {
 	c := &worker.Client{BaseURL: base, SubscriptionID: sub, WorkerID: "test:1", Wait: time.Second, HeartbeatInterval: 10 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Run(ctx, func(ctx context.Context, j *worker.Job) error {
+		done <- c.Run(ctx, func(_ context.Context, j *worker.Job) error {
 			mu.Lock()
 			seen[j.Event.ID] = j.ID
 			n := len(seen)
 			mu.Unlock()
 			// Long enough for a few heartbeats.
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) //nolint:forbidigo // the handler's work is the behaviour under test: heartbeats are sent while it runs
 			if n == 2 {
 				defer cancel()
 			}
@@ -133,7 +136,7 @@ func TestRunHeartbeatsWhileHandlerRuns(t *testing.T) {
 	c := &worker.Client{BaseURL: base, SubscriptionID: sub, WorkerID: "test:hb", Wait: time.Second, HeartbeatInterval: 20 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Run(ctx, func(ctx context.Context, j *worker.Job) error {
+		done <- c.Run(ctx, func(_ context.Context, j *worker.Job) error {
 			first := j.LeaseExpiresAt
 			if first == nil {
 				return errors.New("claimed job has no lease")

@@ -53,7 +53,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	memProfile := fs.String("memprofile", "", "write an allocation profile (alloc_space) at the end of the run to this file")
 	blockProfile := fs.String("blockprofile", "", "write a profile of where goroutines waited (blocking events of 100µs and more) to this file")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return fmt.Errorf("parse flags: %w", err)
 	}
 	// Read the report to compare with first: a wrong path fails at once,
 	// not after the run.
@@ -115,8 +115,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return errors.New("bench --mode mongo-sqs needs --mongo-uri, --sqs-endpoint and --sqs-queue-url")
 			}
 			db := cmpOr(*mongoDB, "hooklane_bench_"+strconv.FormatInt(time.Now().Unix(), 36))
-			gw = []string{"--mongo-uri", *mongoURI, "--mongo-database", db,
-				"--sqs-endpoint", *sqsEndpoint, "--sqs-queue-url", *sqsQueueURL, "--sqs-region", *sqsRegion}
+			gw = []string{
+				"--mongo-uri", *mongoURI, "--mongo-database", db,
+				"--sqs-endpoint", *sqsEndpoint, "--sqs-queue-url", *sqsQueueURL, "--sqs-region", *sqsRegion,
+			}
 		default:
 			return fmt.Errorf("bench: unknown --mode %q (embedded or mongo-sqs)", *mode)
 		}

@@ -290,7 +290,7 @@ func serveHelp(w io.Writer) {
 // roles returns the roles to run.
 func (c *Config) roles() map[string]bool {
 	out := map[string]bool{}
-	for _, r := range strings.Split(c.Roles, ",") {
+	for r := range strings.SplitSeq(c.Roles, ",") {
 		if r = strings.TrimSpace(r); r != "" {
 			out[r] = true
 		}
@@ -374,7 +374,7 @@ func loadKeys(spec, file string) (*api.KeySet, error) {
 	}
 	var fromFile *api.KeySet
 	if file != "" {
-		b, err := os.ReadFile(file)
+		b, err := os.ReadFile(file) //nolint:gosec // G304: the keys file is the path the operator configured
 		if err != nil {
 			return nil, fmt.Errorf("HOOKLANE_API_KEYS_FILE (--api-keys-file): read keys: %w", err)
 		}

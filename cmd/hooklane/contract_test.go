@@ -296,10 +296,14 @@ func TestContractIngestLimitsAndStepOrder(t *testing.T) {
 		{"no mode", "text/plain", "hello", nil, 415, "-"},
 		{"no content type", "", item("none", 1), nil, 415, "-"},
 		{"json with ce-specversion is binary: body is data", "application/json", `{"amount":`, binary, 400, "/data"},
-		{"envelope error beats unknown type", "application/cloudevents-batch+json",
-			`[{"specversion":"1.0","id":"u","source":"/s","type":"shop.nothing"},{"specversion":"1.0","source":"/s","type":"shop.order.created"}]`, nil, 400, "/1/id"},
-		{"unknown type in a batch", "application/cloudevents-batch+json",
-			`[` + item("fine", 1) + `,{"specversion":"1.0","id":"u","source":"/s","type":"shop.nothing"}]`, nil, 422, "/1/type"},
+		{
+			"envelope error beats unknown type", "application/cloudevents-batch+json",
+			`[{"specversion":"1.0","id":"u","source":"/s","type":"shop.nothing"},{"specversion":"1.0","source":"/s","type":"shop.order.created"}]`, nil, 400, "/1/id",
+		},
+		{
+			"unknown type in a batch", "application/cloudevents-batch+json",
+			`[` + item("fine", 1) + `,{"specversion":"1.0","id":"u","source":"/s","type":"shop.nothing"}]`, nil, 422, "/1/type",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -457,7 +461,7 @@ func TestContractSubscriptionLifecycle(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, "%v", patched)
 	require.NotContains(t, patched, "secret")
 	pending := event("before-delete")["dispatchJobs"].([]any)[0].(map[string]any)["id"].(string)
-	req, err := http.NewRequest(http.MethodDelete, gw.base+"/api/subscriptions/"+id, nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodDelete, gw.base+"/api/subscriptions/"+id, nil)
 	require.NoError(t, err)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
@@ -551,15 +555,15 @@ func TestContractAuthCoversEveryAPIPath(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			req, err := http.NewRequest(tt.method, gw.base+tt.path, strings.NewReader("{}"))
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, tt.method, gw.base+tt.path, strings.NewReader("{}"))
 			require.NoError(t, err)
 			req.Header.Set("Content-Type", "application/json")
 			for k, v := range tt.header {
 				req.Header.Set(k, v)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+			resp, err := http.DefaultClient.Do(req)
 			require.NoError(t, err)
 			defer resp.Body.Close()
 			require.Equal(t, tt.status, resp.StatusCode)
@@ -572,7 +576,7 @@ func TestContractAuthCoversEveryAPIPath(t *testing.T) {
 		})
 	}
 	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
-		resp, err := http.Get(gw.base + p) //nolint:noctx // a probe answers at once
+		resp, err := get(t.Context(), gw.base+p)
 		require.NoError(t, err)
 		require.NoError(t, resp.Body.Close())
 		require.Equal(t, http.StatusOK, resp.StatusCode, p)

@@ -113,7 +113,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 func (g *gateway) do(t *testing.T, method, path, contentType string, body string, header map[string]string) (int, http.Header, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(method, g.base+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), method, g.base+path, strings.NewReader(body))
 	require.NoError(t, err)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)

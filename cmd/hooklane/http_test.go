@@ -19,9 +19,9 @@ func TestHTTPServerLimits(t *testing.T) {
 	gw := startGateway(t, nil)
 	addr := strings.TrimPrefix(gw.base, "http://")
 
-	conn, err := net.Dial("tcp", addr)
+	conn, err := new(net.Dialer).DialContext(t.Context(), "tcp", addr)
 	require.NoError(t, err)
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
 	_, err = conn.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 200<<10) + "\r\n\r\n"))
 	require.NoError(t, err)

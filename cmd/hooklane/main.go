@@ -14,7 +14,7 @@ import (
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
-var version = "dev" //nolint:gochecknoglobals // set by the linker only
+var version = "dev"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))

@@ -19,7 +19,7 @@ import (
 // _count and _sum.
 func scrape(t *testing.T, base string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics") //nolint:noctx // test
+	resp, err := get(t.Context(), base+"/metrics")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -82,7 +82,7 @@ func (r *orderedReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Unlock()
 	// Hold the request a moment so that a second delivery of the group, if
 	// the gateway wrongly started one, overlaps and is caught.
-	time.Sleep(2 * time.Millisecond)
+	time.Sleep(2 * time.Millisecond) //nolint:forbidigo // the hold is the behaviour under test: an overlapping delivery shows up
 	r.mu.Lock()
 	r.inFlight[g]--
 	r.seen[ce.ID]++
@@ -183,7 +183,7 @@ func TestMultiInstanceNoLossAndOrdering(t *testing.T) {
 			`{"specversion":"1.0","id":"probe","source":"/probe","type":"multi.order.created","messagegroup":"probe","data":{"seq":0}}`)
 		return st == http.StatusCreated || st == http.StatusOK
 	}, 10*time.Second, 100*time.Millisecond)
-	time.Sleep(1500 * time.Millisecond) // the generation poll bound (1 s) plus margin
+	time.Sleep(1500 * time.Millisecond) //nolint:forbidigo // the generation poll bound (1 s) plus margin: instance a's cache refresh gives no signal outside its process
 
 	var posted atomic.Int64
 	var killed atomic.Bool
@@ -204,9 +204,7 @@ func TestMultiInstanceNoLossAndOrdering(t *testing.T) {
 	}()
 	var wg sync.WaitGroup
 	for w := range posters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			// Each poster owns whole groups and posts each group's events in
 			// order, in batches: that is the group's ingest order.
 			for g := w; g < groups; g += posters {
@@ -235,7 +233,7 @@ func TestMultiInstanceNoLossAndOrdering(t *testing.T) {
 							t.Errorf("batch of %s never accepted: %d %s", ids[0], st, resp)
 							return
 						}
-						time.Sleep(100 * time.Millisecond) // the instance died under us: retry on the survivor
+						time.Sleep(100 * time.Millisecond) //nolint:forbidigo // the instance died under us: a pause before the retry on the survivor
 					}
 					if posted.Add(int64(len(ids))) >= killAt && !killed.Swap(true) {
 						b.kill()
@@ -243,7 +241,7 @@ func TestMultiInstanceNoLossAndOrdering(t *testing.T) {
 					}
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(accepted)
@@ -271,7 +269,7 @@ func TestMultiInstanceNoLossAndOrdering(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("lost = %d of %d accepted events after the wait", missing, len(want))
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) //nolint:forbidigo // polls the receiver's tally until the deadline: deliveries come from the gateway processes
 	}
 	recv.mu.Lock()
 	defer recv.mu.Unlock()

@@ -31,13 +31,13 @@ type binary struct {
 func (b *binary) get(t *testing.T) string {
 	t.Helper()
 	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", "hooklane-bin-")
+		dir, err := os.MkdirTemp("", "hooklane-bin-") //nolint:usetesting // shared by every test of the binary: t.TempDir() would vanish with the first one
 		if err != nil {
 			b.err = err
 			return
 		}
 		b.path = filepath.Join(dir, "hooklane")
-		cmd := exec.Command("go", "build", "-o", b.path, ".")
+		cmd := exec.CommandContext(t.Context(), "go", "build", "-o", b.path, ".")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			b.err = fmt.Errorf("go build: %w\n%s", err, out)
@@ -60,7 +60,7 @@ type process struct {
 // freePort returns a loopback address with a port free right now.
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
@@ -76,7 +76,7 @@ type syncBuffer struct {
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.Buffer.Write(p)
+	return s.Buffer.Write(p) //nolint:wrapcheck // an io.Writer passes its buffer's result through
 }
 
 // startProcess starts the binary with env (HOOKLANE_* only; PATH and HOME
@@ -84,7 +84,7 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 func startProcess(t *testing.T, bin, name string, env map[string]string) *process {
 	t.Helper()
 	addr := freePort(t)
-	cmd := exec.Command(bin, "serve")
+	cmd := exec.Command(bin, "serve") //nolint:noctx // the process outlives t.Context(), which ends before the cleanup that stops it gracefully
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "HOOKLANE_LISTEN=" + addr}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -110,9 +110,9 @@ func startProcess(t *testing.T, bin, name string, env map[string]string) *proces
 	})
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get(p.base + "/healthz")
+		resp, err := get(t.Context(), p.base+"/healthz")
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return p
 			}
@@ -128,6 +128,19 @@ func startProcess(t *testing.T, bin, name string, env map[string]string) *proces
 			t.Fatalf("%s did not become healthy", name)
 		}
 	}
+}
+
+// get sends a GET request bound to ctx.
+func get(ctx context.Context, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", url, err)
+	}
+	return resp, nil
 }
 
 func tail(s string, n int) string {

@@ -37,7 +37,7 @@ func receive(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		key = k
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *listen, err)
 	}
@@ -75,7 +75,7 @@ func verifySignature(key []byte, h http.Header, body []byte) bool {
 		return false
 	}
 	want := webhook.Sign([][]byte{key}, h.Get("webhook-id"), time.Unix(ts, 0), body)
-	for _, sig := range strings.Fields(h.Get("webhook-signature")) {
+	for sig := range strings.FieldsSeq(h.Get("webhook-signature")) {
 		if hmac.Equal([]byte(sig), []byte(want)) {
 			return true
 		}

@@ -42,7 +42,7 @@ type Store interface {
 }
 
 // openStore opens MongoDB when configured, else the embedded SQLite store.
-func openStore(ctx context.Context, cfg *Config, logger *slog.Logger) (Store, error) {
+func openStore(ctx context.Context, cfg *Config, logger *slog.Logger) (Store, error) { //nolint:ireturn // wiring: the configuration picks the adapter behind the port
 	if cfg.MongoURI != "" {
 		s, err := mongostore.Open(ctx, mongostore.Config{URI: cfg.MongoURI, Database: cfg.MongoDatabase, Logger: logger})
 		if err != nil {
@@ -67,7 +67,7 @@ func openStore(ctx context.Context, cfg *Config, logger *slog.Logger) (Store, er
 const embeddedDedupWindow = time.Minute
 
 // openQueue opens SQS FIFO when configured, else the in-process queue.
-func openQueue(ctx context.Context, cfg *Config, logger *slog.Logger) (queue.Queue, bool, error) {
+func openQueue(ctx context.Context, cfg *Config, logger *slog.Logger) (queue.Queue, bool, error) { //nolint:ireturn // wiring: the configuration picks the adapter behind the port
 	if cfg.SQSQueueURL != "" {
 		q, err := sqsqueue.New(ctx, sqsqueue.Config{QueueURL: cfg.SQSQueueURL, Endpoint: cfg.SQSEndpoint, Region: cfg.SQSRegion, Logger: logger})
 		if err != nil {
@@ -103,8 +103,10 @@ func ensureDefaultPool(ctx context.Context, st Store, ids *idgen.Generator) erro
 		return fmt.Errorf("get default pool: %w", err)
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	p := &dispatch.Pool{ID: ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default pool", Burst: 1,
-		Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now}
+	p := &dispatch.Pool{
+		ID: ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default pool", Burst: 1,
+		Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now,
+	}
 	if err := st.PoolInsert(ctx, p); err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("create default pool: %w", err)
 	}
@@ -143,13 +145,21 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func(st Store) { // this store, not the notifying wrapper st becomes below
+		if err := st.Close(); err != nil {
+			logger.ErrorContext(ctx, "close store", "error", err)
+		}
+	}(st)
 	q, inProcess, err := openQueue(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	if c, ok := q.(io.Closer); ok {
-		defer c.Close()
+		defer func() {
+			if err := c.Close(); err != nil {
+				logger.ErrorContext(ctx, "close queue", "error", err)
+			}
+		}()
 	}
 	// Every local write of status events wakes the stream tailer at once.
 	hub := stream.NewHub(stream.HubConfig{Logger: logger})
@@ -163,8 +173,9 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	subs := subscription.NewCache(subscription.CacheConfig{Store: st, Logger: logger})
 	defer subs.Close()
 	pools := router.NewPools(st)
-	m := newMetrics(st, pools, subs, hub)
-	mq := m.InstrumentQueue(q) // counts send/receive errors; q itself stays the readiness Pinger
+	m := newMetrics(st, pools, subs, hub) //nolint:contextcheck // its pool-label hook runs where no ctx exists and bounds itself with poolLookupTimeout
+	// mq counts send/receive errors; q itself stays the readiness Pinger.
+	mq := m.InstrumentQueue(q)
 	registry := schema.NewRegistry(schema.RegistryConfig{Store: st, AllowUnknownTypes: cfg.AllowUnknownTypes, Logger: logger})
 	// The job lifecycle: the one owner of every job write (package dispatch).
 	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: st, Queue: mq, NewID: ids.New, Logger: logger})
@@ -191,12 +202,16 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		g.Go(func() error { return pending.Run(ctx) })
 		g.Go(func() error { return rescuer.Run(ctx) })
 		g.Go(func() error { return fanout.Run(ctx) })
-		retention := pollers.NewRetention(pollers.RetentionConfig{Store: st, Retention: cfg.StreamRetention, Interval: cfg.RetentionPollInterval,
-			BatchSize: cfg.PollerBatchSize, Logger: logger})
+		retention := pollers.NewRetention(pollers.RetentionConfig{
+			Store: st, Retention: cfg.StreamRetention, Interval: cfg.RetentionPollInterval,
+			BatchSize: cfg.PollerBatchSize, Logger: logger,
+		})
 		g.Go(func() error { return retention.Run(ctx) })
-		cleanup := pollers.NewCleanup(pollers.CleanupConfig{Store: st, JobRetention: cfg.JobRetention, EventRetention: cfg.EventRetention,
+		cleanup := pollers.NewCleanup(pollers.CleanupConfig{
+			Store: st, JobRetention: cfg.JobRetention, EventRetention: cfg.EventRetention,
 			Interval: cfg.RetentionPollInterval, BatchSize: cfg.PollerBatchSize, Logger: logger,
-			OnDeleteFunc: func(kind string, n int) { m.ObservePollerMoves("cleanup_"+kind, n) }})
+			OnDeleteFunc: func(kind string, n int) { m.ObservePollerMoves("cleanup_"+kind, n) },
+		})
 		g.Go(func() error { return cleanup.Run(ctx) })
 	}
 	if roles["router"] {
@@ -229,7 +244,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			hub.Close()
 			return nil
 		})
-		srv := api.New(api.Config{
+		srv := api.New(api.Config{ //nolint:contextcheck // handlers take their ctx from the request, not from here
 			Store: st, Queue: q, Ingest: svc, Jobs: jobs,
 			Pull:          pull.New(pull.Config{Store: st, Lifecycle: jobs, Hub: hub, Lease: cfg.Lease}),
 			Limits:        ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
@@ -298,7 +313,7 @@ func recoverEmbedded(ctx context.Context, r *pollers.Rescuer, logger *slog.Logge
 // start) and serves h until ctx ends, then shuts down within
 // shutdownTimeout. It returns the bound address.
 func listenAndServe(ctx context.Context, g *errgroup.Group, addr string, shutdownTimeout time.Duration, h http.Handler, logger *slog.Logger) (string, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("listen on %s: %w", addr, err)
 	}
@@ -354,7 +369,7 @@ func (s notifyingStore) JobInsertMany(ctx context.Context, p *dispatch.JobInsert
 	if err == nil && len(p.Events) > 0 {
 		s.hub.Notify()
 	}
-	return err //nolint:wrapcheck // a transparent decorator
+	return err
 }
 
 func (s notifyingStore) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) error {
@@ -362,7 +377,7 @@ func (s notifyingStore) JobUpdate(ctx context.Context, p *dispatch.JobUpdatePara
 	if err == nil && len(p.Events) > 0 {
 		s.hub.Notify()
 	}
-	return err //nolint:wrapcheck // a transparent decorator
+	return err
 }
 
 func (s notifyingStore) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([]ingest.EventIngestResult, error) {
@@ -370,5 +385,5 @@ func (s notifyingStore) EventIngest(ctx context.Context, p *ingest.EventIngestPa
 	if err == nil {
 		s.hub.Notify()
 	}
-	return res, err //nolint:wrapcheck // a transparent decorator
+	return res, err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -104,7 +105,7 @@ func e2eDir(t *testing.T) string {
 func screenshotDir(t *testing.T) string {
 	t.Helper()
 	if d := os.Getenv("HOOKLANE_UI_SCREENSHOTS"); d != "" {
-		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.MkdirAll(d, 0o750))
 		return d
 	}
 	return t.TempDir()
@@ -113,13 +114,13 @@ func screenshotDir(t *testing.T) string {
 // runScenario runs one browser scenario (node ui/e2e/<name>.mjs) with a
 // bounded time, in its own process group (Chromium and its helpers are
 // killed with it), and fails the test unless it passed.
-func runScenario(t *testing.T, dir, name string, env map[string]string) string {
+func runScenario(t *testing.T, dir, name string, env map[string]string) {
 	t.Helper()
-	return runScenarioFor(t, dir, name, env, 180*time.Second)
+	runScenarioFor(t, dir, name, env, 180*time.Second)
 }
 
 // runScenarioFor is runScenario with another time bound.
-func runScenarioFor(t *testing.T, dir, name string, env map[string]string, bound time.Duration) string {
+func runScenarioFor(t *testing.T, dir, name string, env map[string]string, bound time.Duration) {
 	t.Helper()
 	// Reading the scripts here lets go test's cache see their changes
 	// (it tracks the files the test process opens, not node's).
@@ -146,19 +147,19 @@ func runScenarioFor(t *testing.T, dir, name string, env map[string]string, bound
 	if ctx.Err() != nil {
 		t.Fatalf("scenario %s did not finish within its time", name)
 	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
+	if exit, ok := errors.AsType[*exec.ExitError](err); ok {
 		t.Fatalf("scenario %s failed (exit %d)", name, exit.ExitCode())
 	}
 	require.NoError(t, err, "run scenario %s", name)
 	require.Contains(t, out.String(), "PASS ")
-	return out.String()
 }
 
 // TestUIDashboardInChromium drives the dashboard at /ui/ in headless
 // Chromium (playwright-core over Debian's chromium) against a gateway with
 // API keys on: the key dialog, a viewer key that must not see the write
 // actions, and the scenarios, one browser each, in sequence.
+//
+//nolint:paralleltest,tparallel // the scenarios share one gateway and receiver and count its deliveries: they run in sequence
 func TestUIDashboardInChromium(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
@@ -194,10 +195,9 @@ func TestUIDashboardInChromium(t *testing.T) {
 		"HOOKLANE_UI_RETRY_TYPE": "ui.invoice.paid", "HOOKLANE_UI_RETRY_PATH": "/hooks/invoices",
 	}
 	scenario := func(t *testing.T, name string) {
+		t.Helper()
 		e := map[string]string{"HOOKLANE_UI_SCREENSHOT": filepath.Join(shots, "ui-"+strings.ReplaceAll(name, "_", "-")+".png")}
-		for k, v := range env {
-			e[k] = v
-		}
+		maps.Copy(e, env)
 		runScenario(t, dir, name, e)
 		_, err := os.Stat(e["HOOKLANE_UI_SCREENSHOT"])
 		require.NoError(t, err, "scenario %s saved no screenshot", name)
@@ -245,18 +245,14 @@ func TestUIDashboardInChromium(t *testing.T) {
 		// HOOKLANE_UI_SCREENSHOTS=docs.
 		t.Run("docs screenshots", func(t *testing.T) {
 			e := map[string]string{"HOOKLANE_UI_SCREENSHOT": filepath.Join(shots, "ui.png")}
-			for k, v := range env {
-				e[k] = v
-			}
+			maps.Copy(e, env)
 			runScenarioFor(t, dir, "docs_screens", e, 4*time.Minute)
 		})
 	}
 	t.Run("stream drop resumes with Last-Event-ID", func(t *testing.T) {
 		p := newStreamProxy(t, gw.base)
 		e := map[string]string{"HOOKLANE_UI_SCREENSHOT": filepath.Join(shots, "ui-stream-resume.png")}
-		for k, v := range env {
-			e[k] = v
-		}
+		maps.Copy(e, env)
 		e["HOOKLANE_UI_BASE"] = p.srv.URL
 		runScenario(t, dir, "stream_resume", e)
 		ids := p.lastEventIDs()
@@ -342,7 +338,9 @@ func (p *streamProxy) lastEventIDs() []string {
 	return append([]string{}, p.ids...)
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
+// writeJSON answers v as JSON; an encoding or write failure shows up as the
+// scenario's failure to read the answer.
+func writeJSON(w http.ResponseWriter, v map[string]any) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
+	_ = json.NewEncoder(w).Encode(v) //nolint:errchkjson // maps of strings, numbers and string slices always encode; a write error is the page's to see
 }

@@ -27,6 +27,7 @@ func TestConformance(t *testing.T) {
 		VisibilityGranularity: 250 * time.Millisecond,
 		MaxWait:               memqueue.MaxWait,
 	}, func(t *testing.T) queue.Queue {
+		t.Helper()
 		q := memqueue.New(memqueue.Config{DedupWindow: suiteDedupWindow})
 		t.Cleanup(func() { _ = q.Close() })
 		return q
@@ -35,6 +36,7 @@ func TestConformance(t *testing.T) {
 
 func BenchmarkQueue(b *testing.B) {
 	queuetest.Benchmark(b, func(b *testing.B) queue.Queue {
+		b.Helper()
 		// A short dedup window keeps remembered DedupIDs bounded at any b.N.
 		q := memqueue.New(memqueue.Config{DedupWindow: time.Millisecond})
 		b.Cleanup(func() { _ = q.Close() })

@@ -2,7 +2,7 @@ package memqueue
 
 // visibilityHeap is a min-heap of in-flight messages ordered by the time
 // they become receivable again, for container/heap.
-type visibilityHeap []*message
+type visibilityHeap []*message //nolint:recvcheck // container/heap's shape: Push and Pop change the slice, the rest read it
 
 func (h visibilityHeap) Len() int { return len(h) }
 

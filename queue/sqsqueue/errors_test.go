@@ -42,7 +42,7 @@ func TestTranslate(t *testing.T) {
 			got := translate(t.Context(), tt.err, tt.receipt)
 			require.ErrorIs(t, got, tt.err, "the original must stay in the chain")
 			for _, sentinel := range []error{queue.ErrNotFound, queue.ErrInvalidReceipt} {
-				require.Equal(t, sentinel == tt.want, errors.Is(got, sentinel), "errors.Is(%v, %v)", got, sentinel)
+				require.Equal(t, errors.Is(sentinel, tt.want), errors.Is(got, sentinel), "errors.Is(%v, %v)", got, sentinel)
 			}
 		})
 	}

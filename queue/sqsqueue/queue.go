@@ -218,7 +218,7 @@ func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Mes
 	}
 	in := &sqs.ReceiveMessageInput{
 		QueueUrl:            aws.String(q.queueURL),
-		MaxNumberOfMessages: int32(p.Max), //nolint:gosec // checked 1..10 above
+		MaxNumberOfMessages: int32(p.Max),
 		WaitTimeSeconds:     ceilSeconds(min(p.Wait, MaxWait)),
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{
 			types.MessageSystemAttributeNameApproximateReceiveCount,
@@ -315,6 +315,5 @@ func ceilSeconds(d time.Duration) int32 {
 		return 0
 	}
 	s := (d + time.Second - 1) / time.Second
-	return int32(min(s, MaxVisibility/time.Second)) //nolint:gosec // at most 43200
-
+	return int32(min(s, MaxVisibility/time.Second))
 }

@@ -31,7 +31,7 @@ var _ queue.Queue = (*sqsqueue.Queue)(nil)
 
 // features are where SQS FIFO (and fauxqs, the local server) differ from the
 // strictest queue.
-var features = queuetest.Features{
+var features = queuetest.Features{ //nolint:gochecknoglobals // read-only test fixture
 	DedupWindow:           5 * time.Minute,
 	VisibilityGranularity: time.Second,
 	MaxWait:               sqsqueue.MaxWait,
@@ -71,6 +71,7 @@ func uniqueName(prefix string) string {
 
 // testLogger sends the adapter's logs to t.Log.
 func testLogger(t testing.TB) *slog.Logger {
+	t.Helper()
 	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
@@ -133,12 +134,14 @@ func queueAttributes(tb testing.TB, client *sqs.Client, url string) map[string]s
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	queuetest.Run(t, features, func(t *testing.T) queue.Queue {
+		t.Helper()
 		return setup(t, sqsqueue.CreateQueueParams{}).queue
 	})
 }
 
 func BenchmarkQueue(b *testing.B) {
 	queuetest.Benchmark(b, func(b *testing.B) queue.Queue {
+		b.Helper()
 		return setup(b, sqsqueue.CreateQueueParams{}).queue
 	})
 }
@@ -209,7 +212,9 @@ func TestInvalidArguments(t *testing.T) {
 	require.Empty(t, res)
 
 	for _, p := range []queue.ReceiveParams{
-		{Max: 0}, {Max: queue.MaxBatch + 1}, {Max: 1, Wait: -time.Second},
+		{Max: 0},
+		{Max: queue.MaxBatch + 1},
+		{Max: 1, Wait: -time.Second},
 		{Max: 1, Visibility: sqsqueue.MaxVisibility + time.Second},
 	} {
 		_, err := b.queue.Receive(ctx, p)
@@ -338,7 +343,7 @@ func TestCreateQueueAttributes(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(attrs["RedrivePolicy"]), &policy))
 	require.Equal(t, dlqAttrs["QueueArn"], policy.DeadLetterTargetArn)
-	require.EqualValues(t, "10", toString(policy.MaxReceiveCount))
+	require.Equal(t, "10", toString(policy.MaxReceiveCount))
 
 	// Creating it again with the same attributes is fine and returns the URL.
 	name := b.url[strings.LastIndex(b.url, "/")+1:]
@@ -354,7 +359,7 @@ func TestCreateQueueAttributes(t *testing.T) {
 
 // toString renders a JSON number or string (SQS and emulators differ).
 func toString(v any) string {
-	b, _ := json.Marshal(v)
+	b, _ := json.Marshal(v) //nolint:errchkjson // v is a decoded JSON value (a number or a string), which always encodes
 	return strings.Trim(string(b), `"`)
 }
 

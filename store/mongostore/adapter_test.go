@@ -71,7 +71,7 @@ func TestOpenRequiresURI(t *testing.T) {
 func TestOpenUnreachableIsUnavailable(t *testing.T) {
 	t.Parallel()
 	// A port nothing listens on: take one, then free it.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
@@ -289,25 +289,25 @@ type proxy struct {
 
 func startProxy(t *testing.T, target string) *proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	p := &proxy{ln: ln, target: target}
 	p.wg.Add(1)
-	go p.serve()
+	go p.serve(t.Context())
 	t.Cleanup(p.stop)
 	return p
 }
 
 func (p *proxy) addr() string { return p.ln.Addr().String() }
 
-func (p *proxy) serve() {
+func (p *proxy) serve(ctx context.Context) {
 	defer p.wg.Done()
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
 			return // the listener is closed: stopped
 		}
-		up, err := net.Dial("tcp", p.target)
+		up, err := new(net.Dialer).DialContext(ctx, "tcp", p.target)
 		if err != nil {
 			_ = c.Close()
 			continue

@@ -16,7 +16,7 @@ import (
 // eventTypeDoc is a schema.EventType as stored; its _id is the code, which
 // makes the code unique without another index.
 type eventTypeDoc struct {
-	Code        string       `bson:"_id"`
+	Code        string       `bson:"_id"` //nolint:tagliatelle // the code is the primary key, which MongoDB names _id
 	Name        string       `bson:"name"`
 	Description string       `bson:"description"`
 	Status      string       `bson:"status"`

@@ -34,6 +34,7 @@ func testMongoURI() string {
 
 // testLogger sends the adapter's logs to t.Log.
 func testLogger(tb testing.TB) *slog.Logger {
+	tb.Helper()
 	return slog.New(slog.NewTextHandler(tLogWriter{tb}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 

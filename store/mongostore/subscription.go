@@ -62,7 +62,7 @@ type secretDoc struct {
 	ExpiresAt *time.Time `bson:"expiresAt"`
 }
 
-// mapSlice converts a slice element by element, keeping nil nil (and empty
+// mapSlice converts a slice element by element, keeping nil (and empty
 // empty), so what is read back equals what was written.
 func mapSlice[S, D any](in []S, f func(*S) D) []D {
 	if in == nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func TestReopenKeepsDataAndMigratesOnce(t *testing.T) {
 
 	db, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
-	defer db.Close()
+	defer func() { require.NoError(t, db.Close()) }()
 	var n, version int
 	require.NoError(t, db.QueryRowContext(t.Context(), `SELECT count(*), max(version) FROM schema_migrations`).Scan(&n, &version))
 	require.Equal(t, 1, n, "each migration is recorded once")
@@ -86,10 +87,10 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		wg.Go(func() {
 			code := "dup"
 			if i >= dups {
-				code = "unique-" + string(rune('A'+i/26)) + string(rune('a'+i%26))
+				code = "unique-" + letters(i)
 			}
 			p := pool(code)
-			p.ID = "pool-" + string(rune('A'+i/26)) + string(rune('a'+i%26))
+			p.ID = "pool-" + letters(i)
 			errs[i] = s.PoolInsert(ctx, p)
 		})
 	}
@@ -150,7 +151,7 @@ func TestCloseWithWaitingWrites(t *testing.T) {
 	const writers = 5
 	errs := make(chan error, writers)
 	for i := range writers {
-		go func() { errs <- s.PoolInsert(t.Context(), pool(string(rune('a'+i)))) }()
+		go func() { errs <- s.PoolInsert(t.Context(), pool(letters(i))) }()
 	}
 	waitQueued(t, s, writers)
 	closed := make(chan error, 1)
@@ -250,4 +251,10 @@ func TestSynchronous(t *testing.T) {
 	}
 	_, err := sqlitestore.Open(t.Context(), sqlitestore.Config{Path: filepath.Join(t.TempDir(), "s.db"), Synchronous: "OFF"})
 	require.Error(t, err)
+}
+
+// letters names i (0 ≤ i < 676) with two letters: Aa, Ab, …, Zz.
+func letters(i int) string {
+	const az = "abcdefghijklmnopqrstuvwxyz"
+	return strings.ToUpper(az[i/26:i/26+1]) + az[i%26:i%26+1]
 }

@@ -129,7 +129,7 @@ func scanEvent(r rowScanner) (*eventlog.Event, error) {
 		doc         []byte
 	)
 	if err := r.Scan(&e.ID, &e.DedupKey, &received, &fannedOutAt, &e.SchemaVersion, &doc); err != nil {
-		return nil, err //nolint:wrapcheck // wrapped by the caller with its action
+		return nil, err
 	}
 	e.ReceivedAt = fromMillis(received)
 	e.FannedOutAt = fromNullMillis(fannedOutAt)
@@ -235,7 +235,7 @@ func (s *Store) EventMarkFannedOut(ctx context.Context, ids []string, at time.Ti
 		for _, args := range batches {
 			if _, err := tx.ExecContext(ctx, `UPDATE events SET fanned_out_at = ? WHERE id IN (`+
 				placeholders(len(args)-1)+`)`, args...); err != nil {
-				return err //nolint:wrapcheck // wrapped below
+				return err
 			}
 		}
 		return nil
@@ -257,11 +257,11 @@ func (s *Store) EventDeleteBefore(ctx context.Context, before time.Time, limit i
 	args := []any{millis(before), limitOr(limit, 1000)}
 	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM event_extensions WHERE event_id IN (`+oldest+`)`, args...); err != nil {
-			return err //nolint:wrapcheck // wrapped below
+			return err
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM events WHERE id IN (`+oldest+`)`, args...)
 		if err != nil {
-			return err //nolint:wrapcheck // wrapped below
+			return err
 		}
 		n, err = res.RowsAffected()
 		return err //nolint:wrapcheck // wrapped below

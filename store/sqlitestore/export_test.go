@@ -16,7 +16,7 @@ func (s *Store) EventClearFannedOut(ctx context.Context, ids []string) error {
 	}
 	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE events SET fanned_out_at = NULL WHERE id IN (`+placeholders(len(ids))+`)`, args...)
-		return err //nolint:wrapcheck // wrapped below
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("clear fanned-out marker: %w", err)

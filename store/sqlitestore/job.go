@@ -51,7 +51,7 @@ func scanJob(r rowScanner) (*dispatch.Job, error) {
 		doc        []byte
 	)
 	if err := r.Scan(&id, &version, &secret, &doc); err != nil {
-		return nil, err //nolint:wrapcheck // wrapped by the caller with its action
+		return nil, err
 	}
 	j := &dispatch.Job{}
 	if err := json.Unmarshal(doc, (*jobDocument)(j)); err != nil {
@@ -299,7 +299,7 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 			WHERE id = ? AND version = ? AND created_at = ? AND message_group = ? AND subscription_id = ?
 			AND subscription = ? AND event_id = ? AND code = ? AND order_key = ?`, r.narrowArgs()...)
 		if err != nil {
-			return err //nolint:wrapcheck // wrapped below
+			return err
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
@@ -311,7 +311,7 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 				event_id = ?, code = ?, order_key = ?, delivery = ?, secret = ?, doc = ?, version = version + 1
 				WHERE id = ? AND version = ?`, append(r.cols, r.id, r.version)...)
 			if err != nil {
-				return err //nolint:wrapcheck // wrapped below
+				return err
 			}
 			if n, err = res.RowsAffected(); err != nil {
 				return err //nolint:wrapcheck // wrapped below
@@ -414,7 +414,7 @@ func (s *Store) JobDeleteFinishedBefore(ctx context.Context, p *dispatch.JobDele
 			WHERE status IN ('COMPLETED', 'ERROR', 'CANCELLED') AND updated_at < ? ORDER BY updated_at LIMIT ?)`,
 			millis(p.Before), limitOr(p.Limit, 1000))
 		if err != nil {
-			return err //nolint:wrapcheck // wrapped below
+			return err
 		}
 		n, err = res.RowsAffected()
 		return err //nolint:wrapcheck // wrapped below

@@ -26,7 +26,7 @@ func poolDoc(p *dispatch.Pool) ([]byte, error) {
 func scanPool(r rowScanner) (*dispatch.Pool, error) {
 	var doc []byte
 	if err := r.Scan(&doc); err != nil {
-		return nil, err //nolint:wrapcheck // wrapped by the caller with its action
+		return nil, err
 	}
 	p := &dispatch.Pool{}
 	if err := json.Unmarshal(doc, (*poolDocument)(p)); err != nil {
@@ -48,7 +48,7 @@ func (s *Store) PoolInsert(ctx context.Context, p *dispatch.Pool) error {
 	id, code := p.ID, p.Code
 	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO pools (id, code, doc) VALUES (?, ?, ?)`, id, code, doc)
-		return err //nolint:wrapcheck // wrapped below
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("insert pool %s: %w", code, s.translate(err))
@@ -143,7 +143,7 @@ func (s *Store) PoolDelete(ctx context.Context, id string) error {
 func execOne(ctx context.Context, tx *writeTx, query string, args ...any) error {
 	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
-		return err //nolint:wrapcheck // wrapped by the caller with its action
+		return err
 	}
 	n, err := res.RowsAffected()
 	if err != nil {

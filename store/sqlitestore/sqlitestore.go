@@ -149,7 +149,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		_ = s.rdb.Close()
 		return nil, fmt.Errorf("ping sqlite store %s: %w", cfg.Path, err)
 	}
-	go s.runWriter()
+	go s.runWriter() //nolint:contextcheck // the writer outlives Open's ctx; its statements use none of the callers' contexts (see commitBatch)
 	s.logger.DebugContext(ctx, "sqlite store open", "path", cfg.Path, "readers", readers)
 	return s, nil
 }
@@ -219,8 +219,7 @@ func (s *Store) translate(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ErrNotFound
 	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*sqlite.Error](err); ok {
 		switch se.Code() {
 		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
 			return fmt.Errorf("%w: %s", store.ErrConflict, se.Error())

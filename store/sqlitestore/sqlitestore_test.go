@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 }
 
 // newStore opens a store on a fresh file in tb's temporary directory.
-func newStore(tb testing.TB) storetest.Store {
+func newStore(tb testing.TB) storetest.Store { //nolint:ireturn // a storetest.NewStoreFunc: the suite sees the port
 	tb.Helper()
 	s, err := sqlitestore.Open(tb.Context(), sqlitestore.Config{
 		Path: filepath.Join(tb.TempDir(), "hooklane.db"),

@@ -107,7 +107,7 @@ func (s *Store) StatusEventDeleteBefore(ctx context.Context, before time.Time, l
 		res, err := tx.ExecContext(ctx, `DELETE FROM status_events WHERE id IN
 			(SELECT id FROM status_events WHERE time < ? ORDER BY time LIMIT ?)`, millis(before), limitOr(limit, 1000))
 		if err != nil {
-			return err //nolint:wrapcheck // wrapped below
+			return err
 		}
 		n, err = res.RowsAffected()
 		return err //nolint:wrapcheck // wrapped below

@@ -56,7 +56,7 @@ func clientKey(clientID *string) string {
 func scanSubscription(r rowScanner) (*subscription.Subscription, error) {
 	var secrets, doc []byte
 	if err := r.Scan(&secrets, &doc); err != nil {
-		return nil, err //nolint:wrapcheck // wrapped by the caller with its action
+		return nil, err
 	}
 	sub := &subscription.Subscription{}
 	if err := json.Unmarshal(doc, (*subscriptionDocument)(sub)); err != nil {
@@ -81,7 +81,7 @@ func (s *Store) SubscriptionInsert(ctx context.Context, sub *subscription.Subscr
 	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO subscriptions (id, code, client_key, status, secrets, doc)
 			VALUES (?, ?, ?, ?, ?, ?)`, r.id, r.code, r.clientKey, r.status, r.secrets, r.doc); err != nil {
-			return err //nolint:wrapcheck // wrapped below
+			return err
 		}
 		return bumpGeneration(ctx, tx, "subscriptions")
 	})

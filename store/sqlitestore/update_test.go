@@ -22,10 +22,12 @@ func TestJobUpdateOfIndexedColumns(t *testing.T) {
 	ctx := t.Context()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	job := func(id string) *dispatch.Job {
-		return &dispatch.Job{ID: id, Kind: dispatch.KindEvent, Code: "order.created", EventID: "ev-" + id,
+		return &dispatch.Job{
+			ID: id, Kind: dispatch.KindEvent, Code: "order.created", EventID: "ev-" + id,
 			SubscriptionID: "sub-1", Subscription: "orders", TargetURL: "http://127.0.0.1:9/hook", Mode: dispatch.ModeImmediate,
 			Delivery: dispatch.DeliveryPush, MessageGroup: "g-1", TimeoutSeconds: 30, MaxAgeSeconds: 86400,
-			Retry: dispatch.Retry{}.WithDefaults(), Status: dispatch.StatusQueued, MaxAttempts: 8, CreatedAt: now, UpdatedAt: now}
+			Retry: dispatch.Retry{}.WithDefaults(), Status: dispatch.StatusQueued, MaxAttempts: 8, CreatedAt: now, UpdatedAt: now,
+		}
 	}
 	a, b := job("job-a"), job("job-b")
 	require.NoError(t, s.JobInsertMany(ctx, &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{a, b}}))

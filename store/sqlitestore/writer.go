@@ -8,7 +8,7 @@ import (
 
 // writeOp is one write operation for the writer goroutine.
 type writeOp struct {
-	ctx  context.Context
+	ctx  context.Context //nolint:containedctx // the caller's ctx travels with its operation to the writer goroutine, which checks it before running fn
 	fn   func(ctx context.Context, tx *writeTx) error
 	done chan error // buffered: the writer never blocks on it
 }
@@ -31,13 +31,13 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *writ
 		return s.checkOpen()
 	case <-ctx.Done():
 		s.waiting.Add(-1)
-		return ctx.Err() //nolint:wrapcheck // the caller's own ctx error
+		return ctx.Err()
 	}
 	select {
 	case err := <-op.done:
 		return err
 	case <-ctx.Done():
-		return ctx.Err() //nolint:wrapcheck // the caller's own ctx error
+		return ctx.Err()
 	}
 }
 
@@ -163,7 +163,7 @@ func (t *writeTx) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 // the next ones.
 func (s *Store) prepareStmts(ctx context.Context, t *writeTx) {
 	for q := range t.pending {
-		st, err := s.wdb.PrepareContext(ctx, q)
+		st, err := s.wdb.PrepareContext(ctx, q) //nolint:sqlclosecheck // cached for the next transactions, closed with the store
 		if err != nil {
 			s.logger.WarnContext(ctx, "prepare statement", "error", err)
 			continue
@@ -174,7 +174,7 @@ func (s *Store) prepareStmts(ctx context.Context, t *writeTx) {
 
 // ExecContext runs a statement in the transaction.
 func (t *writeTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	st, err := t.stmt(ctx, query)
+	st, err := t.stmt(ctx, query) //nolint:sqlclosecheck // bound to the transaction, which closes it when it ends
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (t *writeTx) ExecContext(ctx context.Context, query string, args ...any) (s
 
 // QueryRowContext runs a query expected to return at most one row.
 func (t *writeTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := t.stmt(ctx, query)
+	st, err := t.stmt(ctx, query) //nolint:sqlclosecheck // bound to the transaction, which closes it when it ends
 	if err != nil {
 		// Let Scan report the error, as *sql.Tx does.
 		return t.tx.QueryRowContext(ctx, query, args...)

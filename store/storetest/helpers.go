@@ -45,12 +45,10 @@ func setup(t *testing.T, newStore NewStoreFunc) *testBundle {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // newJob returns a QUEUED push job with every field set; mod adjusts it.
 func (b *testBundle) newJob(mod func(j *dispatch.Job)) *dispatch.Job {
 	now := baseTime()
-	j := &dispatch.Job{
+	j := &dispatch.Job{ //nolint:gosec // G101: Secret is a fixture (base64 of "secret"), not a credential
 		ID:             b.ids.New(),
 		Kind:           dispatch.KindEvent,
 		Code:           "order.created",
@@ -133,7 +131,7 @@ func (b *testBundle) statusEvent(typ, subject string, t time.Time) stream.Event 
 			DurationMs:    42,
 			Error:         "boom",
 			MessageGroup:  "group-a",
-			NextAttemptAt: ptr(t.Add(time.Minute)),
+			NextAttemptAt: new(t.Add(time.Minute)),
 			BlockedBy:     "job-0",
 			Worker:        "w-1",
 		},

@@ -22,12 +22,12 @@ func testJob(t *testing.T, newStore NewStoreFunc) {
 			j.Kind = dispatch.KindTask
 			j.Status = dispatch.StatusInProgress
 			j.AttemptCount = 2
-			j.NextAttemptAt = ptr(baseTime().Add(time.Minute))
-			j.LastError = ptr("HTTP 503")
+			j.NextAttemptAt = new(baseTime().Add(time.Minute))
+			j.LastError = new("HTTP 503")
 			j.BlockedBy = "01J0000000000000000000BLCK"
 			j.Worker = "worker-7"
-			j.LeaseExpiresAt = ptr(baseTime().Add(30 * time.Second))
-			j.CompletedAt = ptr(baseTime().Add(2 * time.Minute))
+			j.LeaseExpiresAt = new(baseTime().Add(30 * time.Second))
+			j.CompletedAt = new(baseTime().Add(2 * time.Minute))
 			j.UpdatedAt = baseTime().Add(time.Second)
 			j.Attempts = []dispatch.Attempt{
 				{Attempt: 1, StartedAt: baseTime(), DurationMs: 120, StatusCode: 503, Error: "unavailable", ResponseBody: "busy"},
@@ -132,7 +132,7 @@ func testJob(t *testing.T, newStore NewStoreFunc) {
 		stale := *read
 		require.NoError(t, read.Transition(dispatch.StatusInProgress, baseTime().Add(time.Second)))
 		read.Worker = "w-1"
-		read.LeaseExpiresAt = ptr(baseTime().Add(time.Minute))
+		read.LeaseExpiresAt = new(baseTime().Add(time.Minute))
 		read.AttemptCount = 1
 		read.Attempts = append(read.Attempts, dispatch.Attempt{Attempt: 1, Action: dispatch.ActionPicked, StartedAt: baseTime(), Worker: "w-1"})
 		started := b.statusEvent(stream.TypeDispatchStarted, orig.ID, baseTime())
@@ -202,7 +202,7 @@ func testJob(t *testing.T, newStore NewStoreFunc) {
 				}
 				workers[i] = name("worker-%d", i)
 				j.Worker = workers[i]
-				j.LeaseExpiresAt = ptr(baseTime().Add(time.Minute))
+				j.LeaseExpiresAt = new(baseTime().Add(time.Minute))
 				errs[i] = b.store.JobUpdate(b.ctx, &dispatch.JobUpdateParams{
 					Job:    j,
 					Events: []stream.Event{b.statusEvent(stream.TypeDispatchStarted, job.ID, baseTime())},
@@ -339,7 +339,7 @@ func testJobListDue(t *testing.T, newStore NewStoreFunc) {
 	t.Helper()
 	b := setup(t, newStore)
 	now := baseTime().Add(time.Hour)
-	at := func(d time.Duration) *time.Time { return ptr(now.Add(d)) }
+	at := func(d time.Duration) *time.Time { return new(now.Add(d)) }
 	// Jobs are created in id order; OrderKey is the event id when set, so
 	// the order keys below run against creation order on purpose.
 	mk := func(status dispatch.Status, orderKey string, mod func(j *dispatch.Job)) *dispatch.Job {
@@ -416,7 +416,7 @@ func testJobListGroup(t *testing.T, newStore NewStoreFunc) {
 	bb := mk("k1", func(j *dispatch.Job) { j.Status = dispatch.StatusError })
 	c := mk("k5", func(j *dispatch.Job) { j.Status = dispatch.StatusPending })
 	d := mk("k2", func(j *dispatch.Job) { j.Status = dispatch.StatusCompleted })
-	e := mk("k4", func(j *dispatch.Job) { j.Status = dispatch.StatusInProgress; j.LeaseExpiresAt = ptr(baseTime()) })
+	e := mk("k4", func(j *dispatch.Job) { j.Status = dispatch.StatusInProgress; j.LeaseExpiresAt = new(baseTime()) })
 	otherGroup := mk("k0", func(j *dispatch.Job) { j.MessageGroup = "g2" })
 	otherSub := mk("k0b", func(j *dispatch.Job) { j.SubscriptionID = "sub-2" })
 	b.insertJobs(t, a, bb, c, d, e, otherGroup, otherSub)

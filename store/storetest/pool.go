@@ -15,7 +15,7 @@ func (b *testBundle) newPool(code string) *dispatch.Pool {
 		ID:            b.ids.New(),
 		Code:          code,
 		Name:          "Pool " + code,
-		RatePerSecond: ptr(12.5),
+		RatePerSecond: new(12.5),
 		Burst:         20,
 		Concurrency:   8,
 		CreatedAt:     baseTime(),

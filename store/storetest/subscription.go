@@ -32,7 +32,7 @@ func (b *testBundle) newSubscription(code string, clientID *string) *subscriptio
 		Headers:        map[string]string{"Authorization": "Bearer x"},
 		Mode:           dispatch.ModeBlockOnError,
 		Delivery:       dispatch.DeliveryPush,
-		DispatchPoolID: ptr("pool-1"),
+		DispatchPoolID: new("pool-1"),
 		TimeoutSeconds: 10,
 		MaxAgeSeconds:  3600,
 		DelaySeconds:   5,
@@ -43,7 +43,7 @@ func (b *testBundle) newSubscription(code string, clientID *string) *subscriptio
 		CustomConfig:   []subscription.KeyValue{{Key: "k", Value: "v"}},
 		Secrets: []subscription.Secret{
 			{Value: "whsec_bmV3"},
-			{Value: "whsec_b2xk", ExpiresAt: ptr(baseTime().Add(time.Hour))},
+			{Value: "whsec_b2xk", ExpiresAt: new(baseTime().Add(time.Hour))},
 		},
 		CreatedAt: baseTime(),
 		UpdatedAt: baseTime(),
@@ -64,7 +64,7 @@ func testSubscription(t *testing.T, newStore NewStoreFunc) {
 	t.Run("InsertGetRoundTrip", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)
-		full := b.newSubscription("orders", ptr("client-1"))
+		full := b.newSubscription("orders", new("client-1"))
 		bare := &subscription.Subscription{ID: b.ids.New(), Code: "bare", Status: subscription.StatusPaused, CreatedAt: baseTime(), UpdatedAt: baseTime()}
 		require.NoError(t, b.store.SubscriptionInsert(b.ctx, full))
 		require.NoError(t, b.store.SubscriptionInsert(b.ctx, bare))
@@ -86,10 +86,10 @@ func testSubscription(t *testing.T, newStore NewStoreFunc) {
 		require.NoError(t, b.store.SubscriptionInsert(b.ctx, b.newSubscription("orders", nil)))
 		require.ErrorIs(t, b.store.SubscriptionInsert(b.ctx, b.newSubscription("orders", nil)), store.ErrConflict,
 			"no client is one scope")
-		require.NoError(t, b.store.SubscriptionInsert(b.ctx, b.newSubscription("orders", ptr("a"))))
-		require.ErrorIs(t, b.store.SubscriptionInsert(b.ctx, b.newSubscription("orders", ptr("a"))), store.ErrConflict)
-		require.NoError(t, b.store.SubscriptionInsert(b.ctx, b.newSubscription("orders", ptr("b"))))
-		require.NoError(t, b.store.SubscriptionInsert(b.ctx, b.newSubscription("billing", ptr("a"))))
+		require.NoError(t, b.store.SubscriptionInsert(b.ctx, b.newSubscription("orders", new("a"))))
+		require.ErrorIs(t, b.store.SubscriptionInsert(b.ctx, b.newSubscription("orders", new("a"))), store.ErrConflict)
+		require.NoError(t, b.store.SubscriptionInsert(b.ctx, b.newSubscription("orders", new("b"))))
+		require.NoError(t, b.store.SubscriptionInsert(b.ctx, b.newSubscription("billing", new("a"))))
 		all, err := b.store.SubscriptionListAll(b.ctx)
 		require.NoError(t, err)
 		require.Len(t, all, 4)
@@ -98,8 +98,8 @@ func testSubscription(t *testing.T, newStore NewStoreFunc) {
 	t.Run("UpdateDelete", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)
-		s := b.newSubscription("orders", ptr("a"))
-		other := b.newSubscription("billing", ptr("a"))
+		s := b.newSubscription("orders", new("a"))
+		other := b.newSubscription("billing", new("a"))
 		require.NoError(t, b.store.SubscriptionInsert(b.ctx, s))
 		require.NoError(t, b.store.SubscriptionInsert(b.ctx, other))
 
@@ -121,7 +121,7 @@ func testSubscription(t *testing.T, newStore NewStoreFunc) {
 		got, err = b.store.SubscriptionGetByID(b.ctx, other.ID)
 		require.NoError(t, err)
 		require.Equal(t, other, got, "a refused update changes nothing")
-		clash.ClientID = ptr("a")
+		clash.ClientID = new("a")
 		require.NoError(t, b.store.SubscriptionUpdate(b.ctx, &clash), "the old (client, code) pair is free again")
 
 		require.ErrorIs(t, b.store.SubscriptionUpdate(b.ctx, b.newSubscription("x", nil)), store.ErrNotFound)
@@ -153,18 +153,18 @@ func testSubscription(t *testing.T, newStore NewStoreFunc) {
 		t.Parallel()
 		b := setup(t, newStore)
 		s0 := b.newSubscription("s0", nil)
-		s1 := b.newSubscription("s1", ptr("a"))
+		s1 := b.newSubscription("s1", new("a"))
 		s1.Status = subscription.StatusPaused
-		s2 := b.newSubscription("s2", ptr("b"))
+		s2 := b.newSubscription("s2", new("b"))
 		s2.EventTypes = []subscription.Binding{{EventTypeCode: "invoice.sent"}}
-		s3 := b.newSubscription("s3", ptr("a"))
+		s3 := b.newSubscription("s3", new("a"))
 		var many []*subscription.Subscription
 		for _, s := range []*subscription.Subscription{s0, s1, s2, s3} {
 			require.NoError(t, b.store.SubscriptionInsert(b.ctx, s))
 			many = append(many, s)
 		}
 		for i := range 7 {
-			s := b.newSubscription(name("bulk-%d", i), ptr("bulk"))
+			s := b.newSubscription(name("bulk-%d", i), new("bulk"))
 			require.NoError(t, b.store.SubscriptionInsert(b.ctx, s))
 			many = append(many, s)
 		}
@@ -181,11 +181,11 @@ func testSubscription(t *testing.T, newStore NewStoreFunc) {
 			want []*subscription.Subscription
 		}{
 			{"Status", subscription.ListParams{Status: subscription.StatusPaused}, []*subscription.Subscription{s1}},
-			{"Client", subscription.ListParams{ClientID: ptr("a")}, []*subscription.Subscription{s3, s1}},
-			{"NoClient", subscription.ListParams{ClientID: ptr("")}, []*subscription.Subscription{s0}},
+			{"Client", subscription.ListParams{ClientID: new("a")}, []*subscription.Subscription{s3, s1}},
+			{"NoClient", subscription.ListParams{ClientID: new("")}, []*subscription.Subscription{s0}},
 			{"EventType", subscription.ListParams{EventType: "invoice.sent"}, []*subscription.Subscription{s2}},
 			{"EventTypeExactOnly", subscription.ListParams{EventType: "order"}, nil},
-			{"Combined", subscription.ListParams{Status: subscription.StatusActive, ClientID: ptr("a"), EventType: "order.*"}, []*subscription.Subscription{s3}},
+			{"Combined", subscription.ListParams{Status: subscription.StatusActive, ClientID: new("a"), EventType: "order.*"}, []*subscription.Subscription{s3}},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
