@@ -19,7 +19,7 @@ func (s *Server) createEventType(c *gin.Context) error {
 	}
 	t, err := s.catalog.Create(c.Request.Context(), &in)
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	c.Header("Location", "/api/event-types/"+t.Code)
 	c.JSON(http.StatusCreated, t)
@@ -39,7 +39,7 @@ func (s *Server) listEventTypes(c *gin.Context) error {
 	// conventions), so the page is cut here.
 	all, err := s.catalog.List(c.Request.Context(), status, c.Query("prefix"))
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	items, next := pageDesc(all, func(t *schema.EventType) string { return formatTime(t.CreatedAt) + " " + t.Code }, limit, cursor)
 	writePage(c, items, next)
@@ -49,7 +49,7 @@ func (s *Server) listEventTypes(c *gin.Context) error {
 func (s *Server) getEventType(c *gin.Context) error {
 	t, err := s.catalog.Get(c.Request.Context(), c.Param("code"))
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	c.JSON(http.StatusOK, t)
 	return nil
@@ -62,7 +62,7 @@ func (s *Server) patchEventType(c *gin.Context) error {
 	}
 	t, err := s.catalog.Update(c.Request.Context(), c.Param("code"), &in)
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	c.JSON(http.StatusOK, t)
 	return nil
@@ -70,7 +70,7 @@ func (s *Server) patchEventType(c *gin.Context) error {
 
 func (s *Server) deleteEventType(c *gin.Context) error {
 	if err := s.catalog.Delete(c.Request.Context(), c.Param("code")); err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	c.Status(http.StatusNoContent)
 	return nil
@@ -83,7 +83,7 @@ func (s *Server) createVersion(c *gin.Context) error {
 	}
 	v, err := s.catalog.AddVersion(c.Request.Context(), c.Param("code"), &in)
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	c.Header("Location", "/api/event-types/"+c.Param("code")+"/versions/"+v.Version)
 	c.JSON(http.StatusCreated, v)
@@ -93,7 +93,7 @@ func (s *Server) createVersion(c *gin.Context) error {
 func (s *Server) getVersion(c *gin.Context) error {
 	v, err := s.catalog.GetVersion(c.Request.Context(), c.Param("code"), c.Param("version"))
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	c.JSON(http.StatusOK, v)
 	return nil
@@ -106,7 +106,7 @@ func (s *Server) patchVersion(c *gin.Context) error {
 	}
 	v, err := s.catalog.UpdateVersion(c.Request.Context(), c.Param("code"), c.Param("version"), &in)
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	c.JSON(http.StatusOK, v)
 	return nil
@@ -114,7 +114,7 @@ func (s *Server) patchVersion(c *gin.Context) error {
 
 func (s *Server) deleteVersion(c *gin.Context) error {
 	if err := s.catalog.DeleteVersion(c.Request.Context(), c.Param("code"), c.Param("version")); err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	c.Status(http.StatusNoContent)
 	return nil

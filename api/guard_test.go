@@ -26,7 +26,7 @@ func rawDo(t *testing.T, base, method, path, host, body string, headers ...strin
 	if host != "" {
 		req.Host = host
 	}
-	for i := 0; i < len(headers); i += 2 {
+	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -43,8 +43,10 @@ func rawDo(t *testing.T, base, method, path, host, body string, headers ...strin
 func TestAuthOffAcceptsOnlyLoopbackHostNames(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, nil)
-	for _, host := range []string{"evil.example", "evil.example:8080", "127.0.0.1.nip.io:8080", "10.0.0.1:8080",
-		"[fe80::1]:8080", "localhost.evil.example", "0.0.0.0:8080"} {
+	for _, host := range []string{
+		"evil.example", "evil.example:8080", "127.0.0.1.nip.io:8080", "10.0.0.1:8080",
+		"[fe80::1]:8080", "localhost.evil.example", "0.0.0.0:8080",
+	} {
 		for _, path := range []string{"/api/event-types", "/api/subscriptions", "/ui/", "/metrics", "/no/such/route"} {
 			status, ct, body := rawDo(t, ts.URL, http.MethodGet, path, host, "")
 			require.Equal(t, http.StatusMisdirectedRequest, status, "%s %s: %s", host, path, body)
@@ -54,8 +56,10 @@ func TestAuthOffAcceptsOnlyLoopbackHostNames(t *testing.T) {
 	status, _, body := rawDo(t, ts.URL, http.MethodPost, "/api/event-types", "evil.example", `{"code":"a.b","name":"x"}`,
 		"Content-Type", "application/json")
 	require.Equal(t, http.StatusMisdirectedRequest, status, body)
-	for _, host := range []string{"localhost", "localhost:8080", "LOCALHOST:1", "127.0.0.1", "127.0.0.1:80", "127.1.2.3:9",
-		"[::1]", "[::1]:8080"} {
+	for _, host := range []string{
+		"localhost", "localhost:8080", "LOCALHOST:1", "127.0.0.1", "127.0.0.1:80", "127.1.2.3:9",
+		"[::1]", "[::1]:8080",
+	} {
 		status, _, body := rawDo(t, ts.URL, http.MethodGet, "/api/event-types", host, "")
 		require.Equal(t, http.StatusOK, status, "%s: %s", host, body)
 	}

@@ -93,9 +93,13 @@ func TestSchemasMustBeUsable(t *testing.T) {
 	// A version stored before these rules answers 422, at ingest and at the
 	// validate endpoint, not 500 or 503.
 	now := time.Now().UTC()
-	require.NoError(t, s.Store.EventTypeInsert(t.Context(), &schema.EventType{Code: "a.legacy", Name: "x", Status: schema.TypeCurrent,
-		CreatedAt: now, UpdatedAt: now, Versions: []schema.Version{{Version: "1.0", SchemaType: "JSON_SCHEMA", MimeType: "application/json",
-			Schema: json.RawMessage(`{"$ref":"#"}`), Status: schema.VersionCurrent, CreatedAt: now, UpdatedAt: now}}}))
+	require.NoError(t, s.Store.EventTypeInsert(t.Context(), &schema.EventType{
+		Code: "a.legacy", Name: "x", Status: schema.TypeCurrent,
+		CreatedAt: now, UpdatedAt: now, Versions: []schema.Version{{
+			Version: "1.0", SchemaType: "JSON_SCHEMA", MimeType: "application/json",
+			Schema: json.RawMessage(`{"$ref":"#"}`), Status: schema.VersionCurrent, CreatedAt: now, UpdatedAt: now,
+		}},
+	}))
 	s.Registry.Invalidate()
 	resp, got = s.do(t, http.MethodPost, "/api/event-types/a.legacy/versions/1.0/validate", `{"data":{}}`)
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%v", got)

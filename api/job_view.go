@@ -106,7 +106,7 @@ func maskURL(raw string) string {
 // urlInText finds the URLs in a message such as Go's "Post
 // \"https://…\": dial tcp …": a scheme, then everything up to a space, a
 // quote or an angle bracket.
-var urlInText = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>]+`) //nolint:gochecknoglobals // compiled once, read-only
+var urlInText = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>]+`)
 
 // maskURLsInText masks, as maskURL does, every URL inside a free-text
 // message (a delivery error that names its target). Text without a URL is

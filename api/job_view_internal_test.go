@@ -30,10 +30,14 @@ func TestMaskURL(t *testing.T) {
 func TestMaskURLsInText(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ in, want string }{
-		{`send: Post "https://user:***@hooks.example.com/T0/s3cret?sig=abc": dial tcp 203.0.113.9:443: connect: connection refused`,
-			`send: Post "https://***@hooks.example.com/***": dial tcp 203.0.113.9:443: connect: connection refused`},
-		{`build request: parse "https://u:pa55@h.example.com/%zz": invalid URL escape "%zz"`,
-			`build request: parse "***": invalid URL escape "%zz"`},
+		{
+			`send: Post "https://user:***@hooks.example.com/T0/s3cret?sig=abc": dial tcp 203.0.113.9:443: connect: connection refused`,
+			`send: Post "https://***@hooks.example.com/***": dial tcp 203.0.113.9:443: connect: connection refused`,
+		},
+		{
+			`build request: parse "https://u:pa55@h.example.com/%zz": invalid URL escape "%zz"`,
+			`build request: parse "***": invalid URL escape "%zz"`,
+		},
 		{"receiver answered 503", "receiver answered 503"},
 		{"a https://a.example/x and http://b.example:81/y?z=1 b", "a https://a.example/*** and http://b.example:81/*** b"},
 		{"", ""},

@@ -20,6 +20,8 @@ import (
 // The secrets a subscription's target and headers carry in these tests;
 // none may appear in a job answer to a role that cannot read the
 // subscription, nor on the stream.
+//
+//nolint:gosec // test credentials, the values the masking must hide
 const (
 	secretTarget = "http://hookuser:pa55word@127.0.0.1:9/hooks/T0/t0ken-in-path?sig=qu3ry-token"
 	secretHeader = "Bearer hdr-s3cret"
@@ -159,8 +161,10 @@ func TestStreamMasksURLsInErrors(t *testing.T) {
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b.waitClients(t, 1)
-	e := b.newEvent(stream.TypeDispatchFailed, "job-1", stream.Data{JobID: "job-1", Status: "PENDING",
-		Error: `send: Post "` + secretTarget + `": dial tcp 127.0.0.1:9: connect: connection refused`})
+	e := b.newEvent(stream.TypeDispatchFailed, "job-1", stream.Data{
+		JobID: "job-1", Status: "PENDING",
+		Error: `send: Post "` + secretTarget + `": dial tcp 127.0.0.1:9: connect: connection refused`,
+	})
 	b.write(t, e)
 	r := bufio.NewReader(resp.Body)
 	for {
@@ -185,8 +189,10 @@ func TestStreamWSMasksURLsInErrors(t *testing.T) {
 	conn := dialWS(t, b)
 	wsSend(t, conn, map[string]any{"action": "subscribe", "subscriptionId": "s1"})
 	require.Equal(t, "subscribed", wsRead(t, conn).Status)
-	b.write(t, b.newEvent(stream.TypeDispatchFailed, "job-1", stream.Data{JobID: "job-1", Status: "PENDING",
-		Error: `send: Post "` + secretTarget + `": dial tcp 127.0.0.1:9: connect: connection refused`}))
+	b.write(t, b.newEvent(stream.TypeDispatchFailed, "job-1", stream.Data{
+		JobID: "job-1", Status: "PENDING",
+		Error: `send: Post "` + secretTarget + `": dial tcp 127.0.0.1:9: connect: connection refused`,
+	}))
 	m := wsRead(t, conn)
 	require.NotNil(t, m.Event)
 	requireNoSecret(t, "the websocket event", m.Event)

@@ -34,7 +34,7 @@ func (s *Server) listJobs(c *gin.Context) error {
 	p.Limit, p.Cursor = limit, cursor
 	pg, err := s.cfg.Store.JobList(c.Request.Context(), p)
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	writePage(c, jobsForCaller(c, pg.Jobs), pg.NextCursor)
 	return nil
@@ -61,8 +61,7 @@ func jobFilter(c *gin.Context) (*dispatch.JobListParams, error) {
 
 // jobError maps the lifecycle's refusal of an operator's move.
 func (s *Server) jobError(err error) error {
-	var na *dispatch.NotAllowedError
-	if errors.As(err, &na) {
+	if na, ok := errors.AsType[*dispatch.NotAllowedError](err); ok {
 		return conflict(na.Error())
 	}
 	if isConflict(err) {
@@ -121,7 +120,7 @@ func (s *Server) bulkRetry(c *gin.Context) error {
 	}
 	count, err := s.cfg.Jobs.RetryMany(c.Request.Context(), p)
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"count": count})
 	return nil
@@ -181,7 +180,7 @@ func (s *Server) createTaskJob(c *gin.Context) error {
 	if err := s.subscriptions.Check(c.Request.Context(), probe); err != nil {
 		var rej *subscription.Rejection
 		if !errors.As(err, &rej) {
-			return err //nolint:wrapcheck // mapped by h
+			return err
 		}
 		errs := fieldErrors(rej.Errors)
 		for i := range errs {
@@ -217,7 +216,7 @@ func (s *Server) createTaskJob(c *gin.Context) error {
 	}
 	var m map[string]json.RawMessage
 	_ = json.Unmarshal(b, &m)
-	m["secret"], _ = json.Marshal(secret)
+	m["secret"], _ = json.Marshal(secret) //nolint:errchkjson // a string always encodes
 	c.JSON(http.StatusCreated, m)
 	return nil
 }

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
 	"testing"
@@ -55,9 +56,7 @@ func TestEveryListRefusesCursorsItDidNotGive(t *testing.T) {
 		u, err := url.Parse(path)
 		require.NoError(t, err)
 		v := u.Query()
-		for k, vals := range mustQuery(t, q) {
-			v[k] = vals
-		}
+		maps.Copy(v, mustQuery(t, q))
 		u.RawQuery = v.Encode()
 		return u.String()
 	}

@@ -71,8 +71,7 @@ func toProblem(err error) (*Problem, bool) {
 	if dp, ok := domainProblem(err); ok {
 		return dp, false
 	}
-	var ie *ingest.Error
-	if errors.As(err, &ie) {
+	if ie, ok := errors.AsType[*ingest.Error](err); ok {
 		out := newProblem(ie.Status, ie.Detail, ie.Violations...)
 		out.Title = ie.Title
 		return out, false

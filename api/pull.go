@@ -200,7 +200,7 @@ func (s *Server) listWorkers(c *gin.Context) error {
 	}
 	workers, err := s.cfg.Pull.Workers(c.Request.Context())
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	items := make([]workerView, len(workers))
 	for i, w := range workers {

@@ -33,7 +33,8 @@ const (
 // problem to answer — 400 when it is missing, 422 when it breaks a rule.
 // A body member's problem points at it.
 func checkWorkerID(id, name string) *Problem {
-	status, msg := http.StatusOK, ""
+	var status int
+	var msg string
 	switch {
 	case strings.TrimSpace(id) == "":
 		status, msg = http.StatusBadRequest, "is required"

@@ -29,8 +29,12 @@ func TestCheckReport(t *testing.T) {
 		{"absurd execution time", reportInput{WorkerID: "w", ExecutionTimeMs: 1 << 62}, http.StatusUnprocessableEntity, []string{"/executionTimeMs"}},
 		{"worker id too long", reportInput{WorkerID: strings.Repeat("w", workerIDMaxLength+1)}, http.StatusUnprocessableEntity, []string{"/workerId"}},
 		{"worker id with a newline", reportInput{WorkerID: "host\n:1"}, http.StatusUnprocessableEntity, []string{"/workerId"}},
-		{"every field at fault", reportInput{WorkerID: "\x00", ExecutionTimeMs: -5, StatusCode: 1000}, http.StatusUnprocessableEntity,
-			[]string{"/workerId", "/executionTimeMs", "/statusCode"}},
+		{
+			"every field at fault",
+			reportInput{WorkerID: "\x00", ExecutionTimeMs: -5, StatusCode: 1000},
+			http.StatusUnprocessableEntity,
+			[]string{"/workerId", "/executionTimeMs", "/statusCode"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -239,8 +239,10 @@ func (s *Server) streamSSE(c *gin.Context) error {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	c.Writer.WriteHeader(http.StatusOK)
-	sw := &sseWriter{w: c.Writer, rc: rc, timeout: cfg.WriteTimeout, now: s.cfg.NowFunc,
-		retry: fmt.Sprintf("retry: %d\n", cfg.Retry.Milliseconds())}
+	sw := &sseWriter{
+		w: c.Writer, rc: rc, timeout: cfg.WriteTimeout, now: s.cfg.NowFunc,
+		retry: fmt.Sprintf("retry: %d\n", cfg.Retry.Milliseconds()),
+	}
 	// A comment opens the stream at once (headers and a first byte through
 	// any proxy); clients ignore it.
 	sw.buf.WriteString(": connected\n\n")

@@ -23,7 +23,7 @@ func (s *Server) validateData(c *gin.Context) error {
 	// decodeJSON accepted the body as well-formed JSON, so Data is too.
 	v, err := s.catalog.ValidateData(c.Request.Context(), c.Param("code"), c.Param("version"), in.Data)
 	if err != nil {
-		return err //nolint:wrapcheck // mapped by h
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"valid": true, "eventType": c.Param("code"), "version": v.Version, "status": v.Status})
 	return nil

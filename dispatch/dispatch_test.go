@@ -54,10 +54,16 @@ func TestAgeWindow(t *testing.T) {
 		{"fresh", 60, nil, created.Add(59 * time.Second), false},
 		{"past", 60, nil, created.Add(61 * time.Second), true},
 		{"no limit", 0, nil, created.Add(1000 * time.Hour), false},
-		{"operator retry restarts the window", 60, []dispatch.Attempt{{Attempt: 3}, {Attempt: 3, Action: dispatch.ActionRetried, StartedAt: retried}},
-			retried.Add(30 * time.Second), false},
-		{"restarted window passes too", 60, []dispatch.Attempt{{Action: dispatch.ActionRetried, StartedAt: retried}},
-			retried.Add(61 * time.Second), true},
+		{
+			"operator retry restarts the window", 60,
+			[]dispatch.Attempt{{Attempt: 3}, {Attempt: 3, Action: dispatch.ActionRetried, StartedAt: retried}},
+			retried.Add(30 * time.Second), false,
+		},
+		{
+			"restarted window passes too", 60,
+			[]dispatch.Attempt{{Action: dispatch.ActionRetried, StartedAt: retried}},
+			retried.Add(61 * time.Second), true,
+		},
 		{"latest retry counts", 60, []dispatch.Attempt{
 			{Action: dispatch.ActionRetried, StartedAt: created.Add(time.Hour)},
 			{Action: dispatch.ActionRetried, StartedAt: retried},

@@ -139,6 +139,9 @@ func (e *Enqueuer) Enqueue(ctx context.Context, jobs []*Job) (int, error) {
 		}
 		e.reset()
 		for i, r := range results {
+			if i >= len(batch) {
+				break // a queue answering more results than messages: ignore the extra
+			}
 			if r.Err != nil {
 				e.logger().WarnContext(ctx, "queue send entry failed", "job_id", batch[i].ID, "error", r.Err)
 				// The first entry's error stands for the others: one

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"slices"
 	"time"
 )
 
@@ -136,9 +137,9 @@ func (j *Job) AgeStart() time.Time {
 	if j.RetriedAt != nil {
 		return *j.RetriedAt
 	}
-	for i := len(j.Attempts) - 1; i >= 0; i-- {
-		if j.Attempts[i].Action == ActionRetried {
-			return j.Attempts[i].StartedAt
+	for _, v := range slices.Backward(j.Attempts) {
+		if v.Action == ActionRetried {
+			return v.StartedAt
 		}
 	}
 	return j.CreatedAt

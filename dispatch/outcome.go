@@ -55,8 +55,7 @@ func RetryAfter(d time.Duration, err error) error { return &retryAfterError{afte
 
 // RetryAfterOf returns the wait RetryAfter attached to err, 0 when none.
 func RetryAfterOf(err error) time.Duration {
-	var r *retryAfterError
-	if errors.As(err, &r) {
+	if r, ok := errors.AsType[*retryAfterError](err); ok {
 		return r.after
 	}
 	return 0

@@ -43,12 +43,10 @@ func (lc *Lifecycle) QueueDue(ctx context.Context, p QueueDueParams) (queued, li
 		}
 		ev := lc.event(j, stream.TypeDispatchQueued, now)
 		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
 			moved[i], errs[i] = lc.tryWrite(ctx, j, []stream.Event{ev})
-		}()
+		})
 	}
 	wg.Wait()
 	var toSend []*Job

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hooklane/hooklane/idgen"
@@ -81,12 +82,7 @@ func allowed(from Status) []Status {
 
 // CanTransition reports whether a job may move from one status to another.
 func CanTransition(from, to Status) bool {
-	for _, s := range allowed(from) {
-		if s == to {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(allowed(from), to)
 }
 
 // TransitionError is returned when a move the machine does not allow is

@@ -409,7 +409,7 @@ func decodeBinary(h http.Header, body []byte) (cloudevent.Event, *Error) {
 			}
 			ev.Data = append(json.RawMessage(nil), bytes.TrimSpace(body)...)
 		case strings.HasPrefix(mt, "text/") && utf8.Valid(body):
-			s, _ := json.Marshal(string(body))
+			s, _ := json.Marshal(string(body)) //nolint:errchkjson // a Go string always encodes
 			ev.Data = s
 		default:
 			// Binary data, and text that is not UTF-8 (Latin-1, say): a JSON
@@ -454,8 +454,7 @@ func attributeViolations(err error, prefix string) []Violation {
 		errs = []error{err}
 	}
 	for _, e := range errs {
-		var ae *cloudevent.AttributeError
-		if errors.As(e, &ae) {
+		if ae, ok := errors.AsType[*cloudevent.AttributeError](e); ok {
 			ptr := prefix
 			if ae.Name != "" {
 				ptr += "/" + escapePointerToken(ae.Name)
@@ -475,8 +474,10 @@ func attributeViolations(err error, prefix string) []Violation {
 func readError(err error) *Error {
 	var ne net.Error
 	if errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &Error{Status: http.StatusRequestTimeout, Title: "Request Timeout",
-			Detail: "the request body did not arrive in time: " + err.Error()}
+		return &Error{
+			Status: http.StatusRequestTimeout, Title: "Request Timeout",
+			Detail: "the request body did not arrive in time: " + err.Error(),
+		}
 	}
 	return badRequest("the request body could not be read (cut off or malformed): " + err.Error())
 }

@@ -43,7 +43,7 @@ func requireParseError(t *testing.T, r *http.Request, status int, wantPtrs []str
 	t.Helper()
 	_, err := ingest.Parse(r, ingest.Limits{})
 	var ie *ingest.Error
-	require.True(t, errors.As(err, &ie), "%T %v", err, err)
+	require.ErrorAs(t, err, &ie, "%T %v", err, err)
 	require.Equal(t, status, ie.Status, "%v", ie)
 	ptrs := make([]string, len(ie.Violations))
 	for i, v := range ie.Violations {
@@ -76,7 +76,7 @@ func binaryRequest(contentType, body string, headers ...string) *http.Request {
 	for _, kv := range [][2]string{{"ce-specversion", "1.0"}, {"ce-id", "b-1"}, {"ce-source", "/s"}, {"ce-type", "a.b"}} {
 		r.Header.Set(kv[0], kv[1])
 	}
-	for i := 0; i < len(headers); i += 2 {
+	for i := 0; i+1 < len(headers); i += 2 {
 		r.Header[http.CanonicalHeaderKey(headers[i])] = []string{headers[i+1]}
 	}
 	return r
@@ -96,33 +96,63 @@ func TestParseBoundsAttributes(t *testing.T) {
 		wantMsgs []string
 	}{
 		{"extensions at the limit", structuredRequest(hostileEvent("1", extensions(cloudevent.MaxExtensions))), 0, nil, nil},
-		{"one extension too many", structuredRequest(hostileEvent("1", extensions(cloudevent.MaxExtensions+1))), 422,
-			[]string{""}, []string{"carries 51 extension attributes; at most 50"}},
-		{"thousands of extensions", structuredRequest(hostileEvent("1", extensions(20_000))), 422,
-			[]string{""}, []string{"more than 50 extension attributes"}},
-		{"thousands of extensions in a batch item", batchRequest(hostileEvent("1", ""), hostileEvent("2", extensions(5_000))), 422,
-			[]string{"/1"}, []string{"more than 50 extension attributes"}},
-		{"a repeated member counts each time", structuredRequest(hostileEvent("1", strings.Repeat(`"x":"v",`, 100)+`"x":"v"`)), 422,
-			[]string{""}, []string{"more than 50"}},
+		{
+			"one extension too many", structuredRequest(hostileEvent("1", extensions(cloudevent.MaxExtensions+1))), 422,
+			[]string{""},
+			[]string{"carries 51 extension attributes; at most 50"},
+		},
+		{
+			"thousands of extensions", structuredRequest(hostileEvent("1", extensions(20_000))), 422,
+			[]string{""},
+			[]string{"more than 50 extension attributes"},
+		},
+		{
+			"thousands of extensions in a batch item", batchRequest(hostileEvent("1", ""), hostileEvent("2", extensions(5_000))), 422,
+			[]string{"/1"},
+			[]string{"more than 50 extension attributes"},
+		},
+		{
+			"a repeated member counts each time", structuredRequest(hostileEvent("1", strings.Repeat(`"x":"v",`, 100)+`"x":"v"`)), 422,
+			[]string{""},
+			[]string{"more than 50"},
+		},
 		{"nested members do not count", structuredRequest(hostileEvent("1", `"n":1,"data2":"`+strings.Repeat(`\",`, 10)+`"`)), 0, nil, nil},
-		{"subject too long", structuredRequest(hostileEvent("1", `"subject":"`+long+`"`)), 422,
-			[]string{"/subject"}, []string{"at most 4096 bytes"}},
+		{
+			"subject too long", structuredRequest(hostileEvent("1", `"subject":"`+long+`"`)), 422,
+			[]string{"/subject"},
+			[]string{"at most 4096 bytes"},
+		},
 		{"id too long in a batch", batchRequest(hostileEvent(long, "")), 422, []string{"/0/id"}, nil},
 		{"extension value too long", structuredRequest(hostileEvent("1", `"region":"`+long+`"`)), 422, []string{"/region"}, nil},
-		{"attributes too large together", structuredRequest(hostileEvent("1", `"a1":"`+long[:4000]+`","a2":"`+long[:4000]+`","a3":"`+long[:4000]+`"`)), 422,
-			[]string{""}, []string{"at most 8192"}},
-		{"extension name too long", structuredRequest(hostileEvent("1", `"`+strings.Repeat("n", 65)+`":"v"`)), 400,
-			[]string{"/" + strings.Repeat("n", 65)}, []string{"at most 64 characters"}},
-		{"binary: too many ce- headers", binaryRequest("application/json", `{}`, strings.Split(strings.ReplaceAll(extensionHeaders(51), "=", ","), ",")...), 422,
-			[]string{""}, []string{"carries 51 extension attributes"}},
+		{
+			"attributes too large together", structuredRequest(hostileEvent("1", `"a1":"`+long[:4000]+`","a2":"`+long[:4000]+`","a3":"`+long[:4000]+`"`)), 422,
+			[]string{""},
+			[]string{"at most 8192"},
+		},
+		{
+			"extension name too long", structuredRequest(hostileEvent("1", `"`+strings.Repeat("n", 65)+`":"v"`)), 400,
+			[]string{"/" + strings.Repeat("n", 65)},
+			[]string{"at most 64 characters"},
+		},
+		{
+			"binary: too many ce- headers", binaryRequest("application/json", `{}`, strings.Split(strings.ReplaceAll(extensionHeaders(51), "=", ","), ",")...), 422,
+			[]string{""},
+			[]string{"carries 51 extension attributes"},
+		},
 		{"binary: value too long", binaryRequest("application/json", `{}`, "ce-subject", long), 422, []string{"/subject"}, nil},
 		// Data nesting is bounded by encoding/json (10,000 levels): deeper
 		// is malformed JSON, refused before anything is decoded.
 		{"data nested 10,000 deep", structuredRequest(hostileEvent("1", `"data":`+strings.Repeat("[", 9_999)+strings.Repeat("]", 9_999))), 0, nil, nil},
-		{"data nested past 10,000", structuredRequest(hostileEvent("1", `"data":`+strings.Repeat("[", 10_001)+strings.Repeat("]", 10_001))), 400,
-			[]string{""}, []string{"exceeded max depth"}},
-		{"binary: data nested past 10,000", binaryRequest("application/json", strings.Repeat("[", 10_001)+strings.Repeat("]", 10_001)), 400,
-			[]string{"/data"}, []string{"exceeded max depth"}},
+		{
+			"data nested past 10,000", structuredRequest(hostileEvent("1", `"data":`+strings.Repeat("[", 10_001)+strings.Repeat("]", 10_001))), 400,
+			[]string{""},
+			[]string{"exceeded max depth"},
+		},
+		{
+			"binary: data nested past 10,000", binaryRequest("application/json", strings.Repeat("[", 10_001)+strings.Repeat("]", 10_001)), 400,
+			[]string{"/data"},
+			[]string{"exceeded max depth"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,7 +163,7 @@ func TestParseBoundsAttributes(t *testing.T) {
 				require.Len(t, req.Events, 1)
 				return
 			}
-			requireParseError(t, tt.r, tt.status, tt.wantPtrs, tt.wantMsgs...)
+			_ = requireParseError(t, tt.r, tt.status, tt.wantPtrs, tt.wantMsgs...)
 		})
 	}
 }
@@ -175,7 +205,7 @@ func TestParseRefusesUndeliverableHeaderValues(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			requireParseError(t, tt.r, http.StatusUnprocessableEntity, tt.wantPtrs)
+			_ = requireParseError(t, tt.r, http.StatusUnprocessableEntity, tt.wantPtrs)
 		})
 	}
 	// Valid trace context, tabs and UTF-8 text go through unchanged.
@@ -208,7 +238,7 @@ func TestParseRefusesInvalidUTF8(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			requireParseError(t, tt.r, http.StatusBadRequest, tt.wantPtrs, "UTF-8")
+			_ = requireParseError(t, tt.r, http.StatusBadRequest, tt.wantPtrs, "UTF-8")
 		})
 	}
 }
@@ -274,7 +304,7 @@ func TestParseBodyReadFailures(t *testing.T) {
 			r.Header.Set("Content-Type", ingest.ContentTypeStructured)
 			_, err := ingest.Parse(r, ingest.Limits{})
 			var ie *ingest.Error
-			require.True(t, errors.As(err, &ie), "%T %v", err, err)
+			require.ErrorAs(t, err, &ie, "%T %v", err, err)
 			require.Equal(t, tt.status, ie.Status, "%v", ie)
 		})
 	}

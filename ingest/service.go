@@ -122,8 +122,7 @@ func (s *Service) Ingest(ctx context.Context, req *Request) ([]Result, error) {
 // report tells OnIngestFunc the outcome of every event of req.
 func (s *Service) report(ctx context.Context, req *Request, results []Result, err error) {
 	outcome := OutcomeFailed
-	var ie *Error
-	if errors.As(err, &ie) {
+	if _, ok := errors.AsType[*Error](err); ok {
 		outcome = OutcomeRejected
 	}
 	for i := range req.Events {

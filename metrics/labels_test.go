@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +18,19 @@ import (
 func TestMethodAndCodeLabels(t *testing.T) {
 	t.Parallel()
 	methods := []struct{ in, want string }{
-		{"GET", "GET"}, {"HEAD", "HEAD"}, {"POST", "POST"}, {"PUT", "PUT"}, {"PATCH", "PATCH"},
-		{"DELETE", "DELETE"}, {"OPTIONS", "OPTIONS"}, {"CONNECT", "CONNECT"}, {"TRACE", "TRACE"},
-		{"get", "other"}, {"PROPFIND", "other"}, {"X-1234", "other"}, {"", "other"},
+		{"GET", "GET"},
+		{"HEAD", "HEAD"},
+		{"POST", "POST"},
+		{"PUT", "PUT"},
+		{"PATCH", "PATCH"},
+		{"DELETE", "DELETE"},
+		{"OPTIONS", "OPTIONS"},
+		{"CONNECT", "CONNECT"},
+		{"TRACE", "TRACE"},
+		{"get", "other"},
+		{"PROPFIND", "other"},
+		{"X-1234", "other"},
+		{"", "other"},
 	}
 	for _, tt := range methods {
 		require.Equal(t, tt.want, metrics.MethodLabel(tt.in), "method %q", tt.in)
@@ -28,8 +39,19 @@ func TestMethodAndCodeLabels(t *testing.T) {
 		in   int
 		want string
 	}{
-		{200, "200"}, {201, "201"}, {404, "404"}, {415, "415"}, {421, "421"}, {503, "503"},
-		{299, "2xx"}, {499, "4xx"}, {599, "5xx"}, {0, "none"}, {-1, "none"}, {600, "none"}, {1 << 20, "none"},
+		{200, "200"},
+		{201, "201"},
+		{404, "404"},
+		{415, "415"},
+		{421, "421"},
+		{503, "503"},
+		{299, "2xx"},
+		{499, "4xx"},
+		{599, "5xx"},
+		{0, "none"},
+		{-1, "none"},
+		{600, "none"},
+		{1 << 20, "none"},
 	}
 	for _, tt := range codes {
 		require.Equal(t, tt.want, metrics.CodeLabel(tt.in), "code %d", tt.in)
@@ -75,7 +97,7 @@ func TestAdminDefinedLabelsAreCapped(t *testing.T) {
 		m.ObserveIngest(t.Context(), fmt.Sprintf("t.%d", i), "accepted", 0)
 	}
 	for i := range metrics.PoolLabelMax + 50 {
-		m.ObserveAttempt(&dispatch.Job{Status: dispatch.StatusCompleted, DispatchPoolID: fmt.Sprint(i)}, dispatch.Outcome{Attempted: true, Attempt: dispatch.Attempt{StatusCode: 200}})
+		m.ObserveAttempt(&dispatch.Job{Status: dispatch.StatusCompleted, DispatchPoolID: strconv.Itoa(i)}, dispatch.Outcome{Attempted: true, Attempt: dispatch.Attempt{StatusCode: 200}})
 	}
 	// A value admitted before the cap keeps its own label.
 	m.ObserveIngest(t.Context(), "t.0", "accepted", 0)

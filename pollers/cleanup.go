@@ -145,8 +145,10 @@ func (c *Cleanup) eventsBefore(ctx context.Context, now time.Time) (time.Time, e
 	// twice, in opposite orders, so that a job moving between two statuses
 	// while they are read is seen at least once.
 	end := now.Add(100 * 365 * 24 * time.Hour)
-	unfinished := []dispatch.Status{dispatch.StatusInProgress, dispatch.StatusQueued, dispatch.StatusPending,
-		dispatch.StatusPending, dispatch.StatusQueued, dispatch.StatusInProgress}
+	unfinished := []dispatch.Status{
+		dispatch.StatusInProgress, dispatch.StatusQueued, dispatch.StatusPending,
+		dispatch.StatusPending, dispatch.StatusQueued, dispatch.StatusInProgress,
+	}
 	for _, status := range unfinished {
 		oldest, err := c.cfg.Store.JobListDue(ctx, &dispatch.JobListDueParams{Status: status, Now: end, Limit: 1})
 		if err != nil {
@@ -183,5 +185,5 @@ func ulidTime(id string) (time.Time, error) {
 		}
 		ms = ms<<5 | uint64(v)
 	}
-	return time.UnixMilli(int64(ms)).UTC(), nil //nolint:gosec // 48-bit value
+	return time.UnixMilli(int64(ms)).UTC(), nil
 }

@@ -44,8 +44,10 @@ func (f *cleanupFixture) ingest(age time.Duration, status dispatch.Status, jobAg
 	id := idgen.New(func() time.Time { return received }).New()
 	ev := &eventlog.Event{
 		ID: id, ReceivedAt: received, DedupKey: "/cleanup\x00" + id,
-		Event: cloudevent.Event{SpecVersion: cloudevent.SpecVersion, ID: "ce-" + id, Source: "/cleanup", Type: "cleanup.tested",
-			Time: received, DataContentType: "application/json", Data: json.RawMessage(`{}`)},
+		Event: cloudevent.Event{
+			SpecVersion: cloudevent.SpecVersion, ID: "ce-" + id, Source: "/cleanup", Type: "cleanup.tested",
+			Time: received, DataContentType: "application/json", Data: json.RawMessage(`{}`),
+		},
 	}
 	updated := f.now.Add(-jobAge)
 	job := &dispatch.Job{
@@ -139,12 +141,18 @@ func TestCleanupRetentionsAndBatches(t *testing.T) {
 		eventAge, finishedAgo time.Duration
 		count, batch          int
 	}{
-		{name: "both expired, in batches", jobRet: 2 * hour, eventRet: 2 * hour, eventAge: 5 * hour, finishedAgo: 4 * hour,
-			count: 12, batch: 5, wantJobs: []int{5, 5, 2, 0}, wantEvents: []int{5, 5, 2, 0}},
-		{name: "jobs expired, events kept", jobRet: 2 * hour, eventRet: 10 * hour, eventAge: 5 * hour, finishedAgo: 4 * hour,
-			count: 3, batch: 5, wantJobs: []int{3, 0}, wantEvents: []int{0, 0}, keptEvents: 3},
-		{name: "events outlive the job retention", jobRet: 6 * hour, eventRet: 2 * hour, eventAge: 5 * hour, finishedAgo: 4 * hour,
-			count: 3, batch: 5, wantJobs: []int{0}, wantEvents: []int{0}, keptJobs: 3, keptEvents: 3},
+		{
+			name: "both expired, in batches", jobRet: 2 * hour, eventRet: 2 * hour, eventAge: 5 * hour, finishedAgo: 4 * hour,
+			count: 12, batch: 5, wantJobs: []int{5, 5, 2, 0}, wantEvents: []int{5, 5, 2, 0},
+		},
+		{
+			name: "jobs expired, events kept", jobRet: 2 * hour, eventRet: 10 * hour, eventAge: 5 * hour, finishedAgo: 4 * hour,
+			count: 3, batch: 5, wantJobs: []int{3, 0}, wantEvents: []int{0, 0}, keptEvents: 3,
+		},
+		{
+			name: "events outlive the job retention", jobRet: 6 * hour, eventRet: 2 * hour, eventAge: 5 * hour, finishedAgo: 4 * hour,
+			count: 3, batch: 5, wantJobs: []int{0}, wantEvents: []int{0}, keptJobs: 3, keptEvents: 3,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,8 +164,10 @@ func TestCleanupRetentionsAndBatches(t *testing.T) {
 				evIDs, jobIDs = append(evIDs, ev.ID), append(jobIDs, job.ID)
 			}
 			var reported []string
-			c := NewCleanup(CleanupConfig{Store: f.st, JobRetention: tc.jobRet, EventRetention: tc.eventRet, BatchSize: tc.batch,
-				NowFunc: func() time.Time { return f.now }, OnDeleteFunc: func(kind string, n int) { reported = append(reported, kind) }})
+			c := NewCleanup(CleanupConfig{
+				Store: f.st, JobRetention: tc.jobRet, EventRetention: tc.eventRet, BatchSize: tc.batch,
+				NowFunc: func() time.Time { return f.now }, OnDeleteFunc: func(kind string, n int) { reported = append(reported, kind) },
+			})
 			for round := range tc.wantJobs {
 				jobs, events, err := c.RunOnce(f.ctx)
 				require.NoError(t, err)
@@ -225,12 +235,17 @@ func TestCleanupEventFloor(t *testing.T) {
 		want  time.Time
 	}{
 		{name: "nothing unfinished: the longer retention", store: &floorStore{}, want: now.Add(-168 * time.Hour)},
-		{name: "an event not fanned out", store: &floorStore{notFanned: []*eventlog.Event{{ID: "e", ReceivedAt: now.Add(-170 * time.Hour)}}},
-			want: now.Add(-170 * time.Hour)},
-		{name: "an old queued task job", store: &floorStore{oldest: map[dispatch.Status]*dispatch.Job{dispatch.StatusQueued: task}},
-			want: now.Add(-200*time.Hour - eventFloorMargin)},
+		{
+			name: "an event not fanned out", store: &floorStore{notFanned: []*eventlog.Event{{ID: "e", ReceivedAt: now.Add(-170 * time.Hour)}}},
+			want: now.Add(-170 * time.Hour),
+		},
+		{
+			name: "an old queued task job", store: &floorStore{oldest: map[dispatch.Status]*dispatch.Job{dispatch.StatusQueued: task}},
+			want: now.Add(-200*time.Hour - eventFloorMargin),
+		},
 		{name: "the oldest of several unfinished", store: &floorStore{oldest: map[dispatch.Status]*dispatch.Job{
-			dispatch.StatusQueued: task, dispatch.StatusInProgress: eventJob}}, want: now.Add(-300*time.Hour - eventFloorMargin)},
+			dispatch.StatusQueued: task, dispatch.StatusInProgress: eventJob,
+		}}, want: now.Add(-300*time.Hour - eventFloorMargin)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -64,9 +64,11 @@ func (s *pendingStore) JobUpdate(context.Context, *dispatch.JobUpdateParams) err
 func (s *pendingStore) JobInsertMany(context.Context, *dispatch.JobInsertManyParams) error {
 	return nil
 }
+
 func (s *pendingStore) JobGetByID(context.Context, string) (*dispatch.Job, error) {
 	return nil, store.ErrNotFound
 }
+
 func (s *pendingStore) JobList(context.Context, *dispatch.JobListParams) (*dispatch.JobPage, error) {
 	return &dispatch.JobPage{}, nil
 }
@@ -112,8 +114,10 @@ func TestPendingLogsTheQueueError(t *testing.T) {
 	pending := func(n int) []*dispatch.Job {
 		out := make([]*dispatch.Job, n)
 		for i := range out {
-			out[i] = &dispatch.Job{ID: "J" + string(rune('A'+i)), Kind: dispatch.KindEvent, Status: dispatch.StatusPending,
-				Delivery: dispatch.DeliveryPush, MaxAttempts: 8, NextAttemptAt: &now, CreatedAt: now, UpdatedAt: now, Version: 1}
+			out[i] = &dispatch.Job{
+				ID: "J" + string(rune('A'+i)), Kind: dispatch.KindEvent, Status: dispatch.StatusPending,
+				Delivery: dispatch.DeliveryPush, MaxAttempts: 8, NextAttemptAt: &now, CreatedAt: now, UpdatedAt: now, Version: 1,
+			}
 		}
 		return out
 	}
@@ -123,12 +127,18 @@ func TestPendingLogsTheQueueError(t *testing.T) {
 		twice bool // a second round, inside the breaker's cooldown
 		want  []string
 	}{
-		{name: "whole send", q: &refusingQueue{wholeErr: errors.New("dial tcp 127.0.0.1:4566: connection refused")},
-			want: []string{"send 3 jobs", "connection refused"}},
-		{name: "entries", q: &refusingQueue{entryErr: errors.New("MessageGroupId too long")},
-			want: []string{"send job JA", "MessageGroupId too long", "and 2 more jobs failed to send"}},
-		{name: "breaker", q: &refusingQueue{wholeErr: errors.New("dial tcp 127.0.0.1:4566: connection refused")}, twice: true,
-			want: []string{"skipped", "connection refused"}},
+		{
+			name: "whole send", q: &refusingQueue{wholeErr: errors.New("dial tcp 127.0.0.1:4566: connection refused")},
+			want: []string{"send 3 jobs", "connection refused"},
+		},
+		{
+			name: "entries", q: &refusingQueue{entryErr: errors.New("MessageGroupId too long")},
+			want: []string{"send job JA", "MessageGroupId too long", "and 2 more jobs failed to send"},
+		},
+		{
+			name: "breaker", q: &refusingQueue{wholeErr: errors.New("dial tcp 127.0.0.1:4566: connection refused")}, twice: true,
+			want: []string{"skipped", "connection refused"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,8 +147,10 @@ func TestPendingLogsTheQueueError(t *testing.T) {
 			logs := &lockedBuffer{}
 			logger := slog.New(slog.NewJSONHandler(logs, nil))
 			st := &pendingStore{jobs: pending(3)}
-			jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: st, Queue: tt.q, NewID: func() string { return "E" },
-				NowFunc: func() time.Time { return now }, Logger: slog.New(&switchHandler{to: &logger})})
+			jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{
+				Store: st, Queue: tt.q, NewID: func() string { return "E" },
+				NowFunc: func() time.Time { return now }, Logger: slog.New(&switchHandler{to: &logger}),
+			})
 			p := pollers.NewPending(pollers.PendingConfig{Jobs: jobs, Logger: logger})
 			if tt.twice {
 				_, err := p.RunOnce(t.Context())

@@ -43,14 +43,18 @@ func TestRescuersOnSeveralInstancesMoveEachJobOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 3 {
 		clock := func() time.Time { return f.now }
-		jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: f.st, Queue: memqueue.New(memqueue.Config{}),
-			NewID: idgen.New(clock).New, NowFunc: clock})
-		r := NewRescuer(RescuerConfig{Jobs: jobs, BatchSize: 7, StaleQueuedAfter: 15 * time.Minute, NowFunc: clock,
+		jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{
+			Store: f.st, Queue: memqueue.New(memqueue.Config{}),
+			NewID: idgen.New(clock).New, NowFunc: clock,
+		})
+		r := NewRescuer(RescuerConfig{
+			Jobs: jobs, BatchSize: 7, StaleQueuedAfter: 15 * time.Minute, NowFunc: clock,
 			OnRescueFunc: func(check string, n int) {
 				mu.Lock()
 				moved[check] += n
 				mu.Unlock()
-			}})
+			},
+		})
 		wg.Go(func() {
 			// What Run does, without its ticker: rounds until a round
 			// moves nothing.

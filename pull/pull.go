@@ -321,7 +321,7 @@ func (s *Service) Heartbeat(ctx context.Context, id, worker string) (time.Time, 
 	s.workers.touch(worker, s.now())
 	j, err := s.cfg.Lifecycle.Heartbeat(ctx, id, worker, s.cfg.Lease)
 	if err != nil {
-		return time.Time{}, err //nolint:wrapcheck // the lifecycle's typed error is the answer
+		return time.Time{}, err
 	}
 	return *j.LeaseExpiresAt, nil
 }

@@ -48,7 +48,7 @@ func (c *eventCache) get(ctx context.Context, id string) (*eventlog.Event, error
 	}
 	ev, err := c.store.EventGetByID(ctx, id)
 	if err != nil {
-		return nil, err //nolint:wrapcheck // the caller wraps with the job's context
+		return nil, err
 	}
 	c.cache.Set(id, ev, int64(eventOverhead+len(ev.Event.Data)+len(ev.Event.DataBase64)))
 	return ev, nil

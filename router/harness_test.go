@@ -67,8 +67,10 @@ func newGW(t *testing.T, o gwOptions) *gw {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	now := time.Now().UTC()
-	def := &dispatch.Pool{ID: ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default", Burst: 1,
-		Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now}
+	def := &dispatch.Pool{
+		ID: ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default", Burst: 1,
+		Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now,
+	}
 	require.NoError(t, st.PoolInsert(ctx, def))
 	subs := subscription.NewCache(subscription.CacheConfig{Store: st, RefreshInterval: 50 * time.Millisecond})
 	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: st, Queue: q, NewID: ids.New, BlockedRecheck: o.blockedRecheck, Logger: logger})
@@ -86,13 +88,10 @@ func newGW(t *testing.T, o gwOptions) *gw {
 	})
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = subs.Run(runCtx) }()
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = pending.Run(runCtx) }()
+	wg.Go(func() { ; _ = subs.Run(runCtx) })
+	wg.Go(func() { ; _ = pending.Run(runCtx) })
 	if !o.noRouter {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = g.rt.Run(runCtx) }()
+		wg.Go(func() { ; _ = g.rt.Run(runCtx) })
 	}
 	var once sync.Once
 	// stop stops the router and the poller (the store stays open for the
@@ -168,7 +167,7 @@ func (g *gw) counts(jobs []*dispatch.Job) (map[dispatch.Status]int, error) {
 	}
 	got, err := g.st.JobGetMany(context.Background(), ids)
 	if err != nil {
-		return nil, err //nolint:wrapcheck // test helper
+		return nil, err
 	}
 	out := map[dispatch.Status]int{}
 	for _, j := range got {

@@ -44,10 +44,12 @@ func TestPausedSubscriptionWaitsThenResumes(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	overlap := now.Add(24 * time.Hour)
-	sub := &subscription.Subscription{ID: g.ids.New(), Code: "order-processor", Target: srv.URL,
+	sub := &subscription.Subscription{
+		ID: g.ids.New(), Code: "order-processor", Target: srv.URL,
 		EventTypes: []subscription.Binding{{EventTypeCode: "shop:order:created"}},
 		Secrets:    []subscription.Secret{{Value: newSecret}, {Value: oldSecret, ExpiresAt: &overlap}},
-		CreatedAt:  now, UpdatedAt: now}
+		CreatedAt:  now, UpdatedAt: now,
+	}
 	sub.ApplyDefaults()
 	sub.Status = subscription.StatusPaused
 	require.NoError(t, g.st.SubscriptionInsert(ctx, sub))
@@ -100,8 +102,10 @@ func TestJobWithoutStoredEventEndsInError(t *testing.T) {
 	g := newGW(t, gwOptions{})
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	sub := &subscription.Subscription{ID: g.ids.New(), Code: "orders", Target: srv.URL,
-		EventTypes: []subscription.Binding{{EventTypeCode: "shop:order:created"}}, CreatedAt: now, UpdatedAt: now}
+	sub := &subscription.Subscription{
+		ID: g.ids.New(), Code: "orders", Target: srv.URL,
+		EventTypes: []subscription.Binding{{EventTypeCode: "shop:order:created"}}, CreatedAt: now, UpdatedAt: now,
+	}
 	sub.ApplyDefaults()
 	require.NoError(t, g.st.SubscriptionInsert(ctx, sub))
 	j := &dispatch.Job{

@@ -61,7 +61,7 @@ func (p *Pool) DrainEstimate(lo, hi time.Duration) time.Duration {
 	// Half the drain time: a message that comes back while the pool is
 	// still full goes back again with a fresh estimate, while one that
 	// comes back late leaves a slot idle.
-	d := avg * held / time.Duration(max(p.def.Concurrency, 1)) / 2
+	d := time.Duration(int64(avg) * int64(held) / int64(max(p.def.Concurrency, 1)) / 2)
 	if p.limiter != nil {
 		// At most RatePerSecond starts a second: the held ones need that long.
 		d = max(d, time.Duration(float64(held)/float64(p.limiter.Limit())*float64(time.Second)))

@@ -31,7 +31,7 @@ func (f *flightRecorder) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	f.maxSeen = max(f.maxSeen, f.inFlight)
 	f.arrivals = append(f.arrivals, time.Now())
 	f.mu.Unlock()
-	time.Sleep(f.hold) // simulated work, so that overlaps can happen
+	time.Sleep(f.hold) //nolint:forbidigo // simulated work, so that overlaps can happen
 	f.mu.Lock()
 	f.inFlight--
 	f.mu.Unlock()
@@ -41,13 +41,13 @@ func (f *flightRecorder) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 func (g *gw) pool(code string, rate *float64, burst, concurrency int) *dispatch.Pool {
 	g.t.Helper()
 	now := time.Now().UTC()
-	p := &dispatch.Pool{ID: g.ids.New(), Code: code, Name: code, RatePerSecond: rate, Burst: burst,
-		Concurrency: concurrency, CreatedAt: now, UpdatedAt: now}
+	p := &dispatch.Pool{
+		ID: g.ids.New(), Code: code, Name: code, RatePerSecond: rate, Burst: burst,
+		Concurrency: concurrency, CreatedAt: now, UpdatedAt: now,
+	}
 	require.NoError(g.t, g.st.PoolInsert(context.Background(), p))
 	return p
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // TestPoolRate: a pool at 20/s starts 20 deliveries a second (± 10 %) over
 // 10 s, and never more than its concurrency at once.
@@ -57,7 +57,7 @@ func TestPoolRate(t *testing.T) {
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
 	g := newGW(t, gwOptions{})
-	p := g.pool("rated", ptr(20.0), 1, 4)
+	p := g.pool("rated", new(20.0), 1, 4)
 	var jobs []*dispatch.Job
 	for range 260 {
 		j := g.taskJob(srv.URL, dispatch.ModeImmediate, "", dispatch.Retry{MaxAttempts: 1})
@@ -163,7 +163,7 @@ func TestPoolsPickUpPatchedDefinition(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, rt.Definition().Concurrency)
 
-	p.Concurrency, p.RatePerSecond = 5, ptr(2.0)
+	p.Concurrency, p.RatePerSecond = 5, new(2.0)
 	require.NoError(t, g.st.PoolUpdate(ctx, p))
 	same, err := g.pools.Get(ctx, p.ID)
 	require.NoError(t, err)

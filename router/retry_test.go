@@ -45,48 +45,70 @@ func TestRetryClasses(t *testing.T) {
 		code             int
 		errContains      string
 	}{
-		{name: "500 retried with backoff", want: dispatch.StatusPending, code: 500, minWait: 50 * time.Second, maxWait: 100 * time.Second,
-			handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(500) }},
-		{name: "502 retried", want: dispatch.StatusPending, code: 502, minWait: 50 * time.Second, maxWait: 100 * time.Second,
-			handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(502) }},
-		{name: "408 retried", want: dispatch.StatusPending, code: 408, minWait: 50 * time.Second, maxWait: 100 * time.Second,
-			handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(408) }},
-		{name: "429 Retry-After seconds raises the wait", want: dispatch.StatusPending, code: 429,
+		{
+			name: "500 retried with backoff", want: dispatch.StatusPending, code: 500, minWait: 50 * time.Second, maxWait: 100 * time.Second,
+			handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) },
+		},
+		{
+			name: "502 retried", want: dispatch.StatusPending, code: 502, minWait: 50 * time.Second, maxWait: 100 * time.Second,
+			handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusBadGateway) },
+		},
+		{
+			name: "408 retried", want: dispatch.StatusPending, code: 408, minWait: 50 * time.Second, maxWait: 100 * time.Second,
+			handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusRequestTimeout) },
+		},
+		{
+			name: "429 Retry-After seconds raises the wait", want: dispatch.StatusPending, code: 429,
 			retry: dispatch.Retry{InitialBackoffSeconds: 1, MaxBackoffSeconds: 3600}, minWait: 299 * time.Second, maxWait: 301 * time.Second,
 			handler: func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Retry-After", "300")
-				w.WriteHeader(429)
-			}},
-		{name: "503 Retry-After HTTP date raises the wait", want: dispatch.StatusPending, code: 503,
+				w.WriteHeader(http.StatusTooManyRequests)
+			},
+		},
+		{
+			name: "503 Retry-After HTTP date raises the wait", want: dispatch.StatusPending, code: 503,
 			retry: dispatch.Retry{InitialBackoffSeconds: 1, MaxBackoffSeconds: 3600}, minWait: 590 * time.Second, maxWait: 601 * time.Second,
 			handler: func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Retry-After", time.Now().Add(600*time.Second).UTC().Format(http.TimeFormat))
-				w.WriteHeader(503)
-			}},
-		{name: "429 Retry-After capped by maxBackoffSeconds", want: dispatch.StatusPending, code: 429,
+				w.WriteHeader(http.StatusServiceUnavailable)
+			},
+		},
+		{
+			name: "429 Retry-After capped by maxBackoffSeconds", want: dispatch.StatusPending, code: 429,
 			retry: dispatch.Retry{InitialBackoffSeconds: 1, MaxBackoffSeconds: 30}, minWait: 29 * time.Second, maxWait: 30 * time.Second,
 			handler: func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Retry-After", "100000")
-				w.WriteHeader(429)
-			}},
-		{name: "timeout retried", want: dispatch.StatusPending, timeout: 1, minWait: 50 * time.Second, maxWait: 100 * time.Second,
+				w.WriteHeader(http.StatusTooManyRequests)
+			},
+		},
+		{
+			name: "timeout retried", want: dispatch.StatusPending, timeout: 1, minWait: 50 * time.Second, maxWait: 100 * time.Second,
 			errContains: "deadline exceeded",
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				select {
 				case <-hang:
 				case <-r.Context().Done():
 				}
-			}},
-		{name: "connection refused retried", url: refusedURL, want: dispatch.StatusPending, minWait: 50 * time.Second, maxWait: 100 * time.Second,
-			errContains: "refused"},
-		{name: "400 ends in ERROR", want: dispatch.StatusError, code: 400,
-			handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(400) }},
-		{name: "410 ends in ERROR", want: dispatch.StatusError, code: 410,
-			handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(410) }},
-		{name: "redirect not followed, ERROR", want: dispatch.StatusError, code: 302,
+			},
+		},
+		{
+			name: "connection refused retried", url: refusedURL, want: dispatch.StatusPending, minWait: 50 * time.Second, maxWait: 100 * time.Second,
+			errContains: "refused",
+		},
+		{
+			name: "400 ends in ERROR", want: dispatch.StatusError, code: 400,
+			handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusBadRequest) },
+		},
+		{
+			name: "410 ends in ERROR", want: dispatch.StatusError, code: 410,
+			handler: func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusGone) },
+		},
+		{
+			name: "redirect not followed, ERROR", want: dispatch.StatusError, code: 302,
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, redirectTarget.URL, http.StatusFound)
-			}},
+			},
+		},
 	}
 	g := newGW(t, gwOptions{})
 	type tc struct {
@@ -154,7 +176,7 @@ func TestRetryClasses(t *testing.T) {
 func TestMaxAttempts(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(500)
+		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte(strings.Repeat("x", 5000)))
 	}))
 	t.Cleanup(srv.Close)
@@ -179,7 +201,7 @@ func TestMaxAge(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		hits.Add(1)
-		w.WriteHeader(503)
+		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	t.Cleanup(srv.Close)
 	g := newGW(t, gwOptions{})

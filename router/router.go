@@ -144,11 +144,9 @@ func (r *Router) Run(ctx context.Context) error {
 	r.events = newEventCache(r.cfg.Store)
 	var recv sync.WaitGroup
 	for range r.cfg.Receivers {
-		recv.Add(1)
-		go func() {
-			defer recv.Done()
+		recv.Go(func() {
 			r.receiveLoop(ctx)
-		}()
+		})
 	}
 	recv.Wait()
 	r.wg.Wait()
@@ -202,11 +200,9 @@ func (r *Router) receiveLoop(ctx context.Context) {
 		// An SQS FIFO receive may return several messages of one group;
 		// they run one after another, in order, never side by side.
 		for _, run := range byGroup(msgs) {
-			r.wg.Add(1)
-			go func() {
-				defer r.wg.Done()
+			r.wg.Go(func() {
 				r.runGroup(ctx, run)
-			}()
+			})
 		}
 	}
 }

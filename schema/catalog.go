@@ -18,7 +18,7 @@ import (
 
 // versionPattern is MAJOR.MINOR, each at most six digits without leading
 // zeros.
-var versionPattern = regexp.MustCompile(`^(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})$`) //nolint:gochecknoglobals // compiled once, read-only
+var versionPattern = regexp.MustCompile(`^(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})$`)
 
 // updateAttempts bounds the read-change-write rounds of one change whose
 // revision-checked write keeps losing to other writers. Admin writes are
@@ -221,8 +221,7 @@ func newVersion(in VersionSpec, prefix string, now time.Time) (Version, []Violat
 // compileViolation locates a schema compile error below the pointer of
 // the schema member.
 func compileViolation(at string, err error) Violation {
-	var ce *CompileError
-	if errors.As(err, &ce) {
+	if ce, ok := errors.AsType[*CompileError](err); ok {
 		return Violation{Pointer: at + ce.Pointer, Message: "does not compile as JSON Schema: " + ce.Message}
 	}
 	return Violation{Pointer: at, Message: "does not compile as JSON Schema: " + err.Error()}
@@ -387,6 +386,8 @@ func nextStatus(s VersionStatus) VersionStatus {
 		return VersionCurrent
 	case VersionCurrent:
 		return VersionDeprecated
+	case VersionDeprecated:
+		return "" // the end of the line
 	}
 	return ""
 }

@@ -42,7 +42,7 @@ func (r *racingStore) EventTypeUpdate(ctx context.Context, t *schema.EventType) 
 	if r.lose.Add(-1) >= 0 {
 		return fmt.Errorf("update: %w", store.ErrConflict)
 	}
-	return r.Store.EventTypeUpdate(ctx, t) //nolint:wrapcheck // test double
+	return r.Store.EventTypeUpdate(ctx, t)
 }
 
 type catalogBundle struct {
@@ -98,7 +98,7 @@ func (b *catalogBundle) withVersion(t *testing.T, status schema.VersionStatus) {
 	require.Equal(t, status, v.Status)
 }
 
-func statusPtr(s schema.VersionStatus) *schema.VersionStatus { return &s }
+//go:fix inline
 
 // requireRejection checks err is a *schema.Rejection with exactly these
 // pointers.
@@ -135,20 +135,20 @@ func TestCatalogVersionLifecycle(t *testing.T) {
 		// wantStatus is the status after the patch (unchanged on refusal).
 		wantStatus schema.VersionStatus
 	}{
-		{"finalising stays finalising", schema.VersionFinalising, statusPtr(schema.VersionFinalising), nil, ok, schema.VersionFinalising},
-		{"finalising to current", schema.VersionFinalising, statusPtr(schema.VersionCurrent), nil, ok, schema.VersionCurrent},
-		{"finalising cannot skip current", schema.VersionFinalising, statusPtr(schema.VersionDeprecated), nil, conflict, schema.VersionFinalising},
-		{"current back to finalising", schema.VersionCurrent, statusPtr(schema.VersionFinalising), nil, conflict, schema.VersionCurrent},
-		{"current stays current", schema.VersionCurrent, statusPtr(schema.VersionCurrent), nil, ok, schema.VersionCurrent},
-		{"current to deprecated", schema.VersionCurrent, statusPtr(schema.VersionDeprecated), nil, ok, schema.VersionDeprecated},
-		{"deprecated back to finalising", schema.VersionDeprecated, statusPtr(schema.VersionFinalising), nil, conflict, schema.VersionDeprecated},
-		{"deprecated back to current", schema.VersionDeprecated, statusPtr(schema.VersionCurrent), nil, conflict, schema.VersionDeprecated},
-		{"deprecated stays deprecated", schema.VersionDeprecated, statusPtr(schema.VersionDeprecated), nil, ok, schema.VersionDeprecated},
-		{"unknown status", schema.VersionFinalising, statusPtr("ARCHIVE"), nil, invalid, schema.VersionFinalising},
+		{"finalising stays finalising", schema.VersionFinalising, new(schema.VersionFinalising), nil, ok, schema.VersionFinalising},
+		{"finalising to current", schema.VersionFinalising, new(schema.VersionCurrent), nil, ok, schema.VersionCurrent},
+		{"finalising cannot skip current", schema.VersionFinalising, new(schema.VersionDeprecated), nil, conflict, schema.VersionFinalising},
+		{"current back to finalising", schema.VersionCurrent, new(schema.VersionFinalising), nil, conflict, schema.VersionCurrent},
+		{"current stays current", schema.VersionCurrent, new(schema.VersionCurrent), nil, ok, schema.VersionCurrent},
+		{"current to deprecated", schema.VersionCurrent, new(schema.VersionDeprecated), nil, ok, schema.VersionDeprecated},
+		{"deprecated back to finalising", schema.VersionDeprecated, new(schema.VersionFinalising), nil, conflict, schema.VersionDeprecated},
+		{"deprecated back to current", schema.VersionDeprecated, new(schema.VersionCurrent), nil, conflict, schema.VersionDeprecated},
+		{"deprecated stays deprecated", schema.VersionDeprecated, new(schema.VersionDeprecated), nil, ok, schema.VersionDeprecated},
+		{"unknown status", schema.VersionFinalising, new(schema.VersionStatus("ARCHIVE")), nil, invalid, schema.VersionFinalising},
 		{"schema of finalising", schema.VersionFinalising, nil, newSchema, ok, schema.VersionFinalising},
 		{"schema of current", schema.VersionCurrent, nil, newSchema, conflict, schema.VersionCurrent},
 		{"schema of deprecated", schema.VersionDeprecated, nil, newSchema, conflict, schema.VersionDeprecated},
-		{"schema and promotion together", schema.VersionFinalising, statusPtr(schema.VersionCurrent), newSchema, ok, schema.VersionCurrent},
+		{"schema and promotion together", schema.VersionFinalising, new(schema.VersionCurrent), newSchema, ok, schema.VersionCurrent},
 		{"null schema changes nothing", schema.VersionCurrent, nil, json.RawMessage(`null`), ok, schema.VersionCurrent},
 		{"schema that does not compile", schema.VersionFinalising, nil, json.RawMessage(`{"type":12}`), invalid, schema.VersionFinalising},
 	}
@@ -294,7 +294,7 @@ func TestCatalogCreate(t *testing.T) {
 			b := setupCatalog(t)
 			typ, err := b.catalog.Create(t.Context(), &tt.spec)
 			if tt.pointers != nil {
-				requireRejection(t, err, tt.pointers...)
+				_ = requireRejection(t, err, tt.pointers...)
 				require.Zero(t, b.changes.Load())
 				return
 			}
@@ -350,11 +350,11 @@ func TestCatalogUpdateAndDeleteType(t *testing.T) {
 	archive, bogus := schema.TypeArchive, schema.TypeStatus("GONE")
 
 	_, err := b.catalog.Update(ctx, "t.x", &schema.EventTypePatch{Name: &empty})
-	requireRejection(t, err, "/name")
+	_ = requireRejection(t, err, "/name")
 	_, err = b.catalog.Update(ctx, "t.x", &schema.EventTypePatch{Status: &bogus})
-	requireRejection(t, err, "/status")
+	_ = requireRejection(t, err, "/status")
 	_, err = b.catalog.Update(ctx, "no.such", &schema.EventTypePatch{Status: &bogus})
-	requireRejection(t, err, "/status") // the request is checked before the type is read
+	_ = requireRejection(t, err, "/status") // the request is checked before the type is read
 
 	typ, err := b.catalog.Update(ctx, "t.x", &schema.EventTypePatch{Name: &name, Description: &desc, Status: &archive})
 	require.NoError(t, err)
@@ -427,7 +427,7 @@ func TestCatalogValidateData(t *testing.T) {
 			require.Equal(t, schema.VersionDeprecated, v.Status, "any status validates")
 			continue
 		}
-		requireRejection(t, err, tt.pointers...)
+		_ = requireRejection(t, err, tt.pointers...)
 	}
 	require.Equal(t, changes, b.changes.Load(), "validation stores nothing")
 }

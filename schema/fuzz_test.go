@@ -2,7 +2,6 @@ package schema_test
 
 import (
 	"bytes"
-	"errors"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -43,7 +42,7 @@ func FuzzCompileValidate(f *testing.F) {
 		require.NotPanics(t, func() { sch, err = schema.Compile("fuzz.type", "1.0", raw) })
 		if err != nil {
 			var ce *schema.CompileError
-			require.True(t, errors.As(err, &ce), "%T %v", err, err)
+			require.ErrorAs(t, err, &ce, "%T %v", err, err)
 			return
 		}
 		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
@@ -55,7 +54,7 @@ func FuzzCompileValidate(f *testing.F) {
 			return
 		}
 		var rej *schema.Rejection
-		require.True(t, errors.As(err, &rej), "%T %v", err, err)
+		require.ErrorAs(t, err, &rej, "%T %v", err, err)
 		require.NotEmpty(t, rej.Violations)
 		for _, v := range rej.Violations {
 			require.True(t, v.Pointer == "/data" || len(v.Pointer) > len("/data/") && v.Pointer[:6] == "/data/", "%q", v.Pointer)

@@ -3,7 +3,6 @@ package schema_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,7 +71,7 @@ func TestValidateInstanceRefusesHugeNumbers(t *testing.T) {
 				var err error
 				require.NotPanics(t, func() { err = schema.ValidateInstance(sch, decode(t, doc.json)) }, "%s %s", s, doc.json)
 				var rej *schema.Rejection
-				require.True(t, errors.As(err, &rej), "%s %s: %T %v", s, doc.json, err, err)
+				require.ErrorAs(t, err, &rej, "%s %s: %T %v", s, doc.json, err, err)
 				require.Equal(t, doc.ptr, rej.Violations[0].Pointer, "%s %s", s, doc.json)
 				require.Contains(t, rej.Violations[0].Message, "number ")
 			}
@@ -90,7 +89,7 @@ func TestValidateInstanceKeepsRealNumbers(t *testing.T) {
 	}
 	err := schema.ValidateInstance(sch, decode(t, "-1e400"))
 	var rej *schema.Rejection
-	require.True(t, errors.As(err, &rej))
+	require.ErrorAs(t, err, &rej)
 	require.Equal(t, "/data", rej.Violations[0].Pointer)
 	require.Contains(t, rej.Violations[0].Message, "minimum")
 }
@@ -106,7 +105,7 @@ func TestValidateInstanceBoundsViolations(t *testing.T) {
 	}
 	err := schema.ValidateInstance(sch, decode(t, "["+strings.Join(items, ",")+"]"))
 	var rej *schema.Rejection
-	require.True(t, errors.As(err, &rej))
+	require.ErrorAs(t, err, &rej)
 	require.Len(t, rej.Violations, 101)
 	require.Equal(t, schema.Violation{Pointer: "/data", Message: "and 4900 more violations, not listed"}, rej.Violations[100])
 
@@ -115,7 +114,7 @@ func TestValidateInstanceBoundsViolations(t *testing.T) {
 		bad[i] = "1e999999"
 	}
 	err = schema.ValidateInstance(sch, decode(t, "["+strings.Join(bad, ",")+"]"))
-	require.True(t, errors.As(err, &rej))
+	require.ErrorAs(t, err, &rej)
 	require.Len(t, rej.Violations, 10)
 }
 
@@ -133,7 +132,7 @@ func TestCompileRefusesHugeNumbers(t *testing.T) {
 	} {
 		_, err := schema.Compile("a.b", "1.0", []byte(tc.schema))
 		var ce *schema.CompileError
-		require.True(t, errors.As(err, &ce), "%s: %v", tc.schema, err)
+		require.ErrorAs(t, err, &ce, "%s: %v", tc.schema, err)
 		require.Equal(t, tc.ptr, ce.Pointer, tc.schema)
 		require.Contains(t, ce.Message, "number ")
 	}
@@ -177,7 +176,7 @@ func TestCompileRefusesRefCycles(t *testing.T) {
 				return
 			}
 			var ce *schema.CompileError
-			require.True(t, errors.As(err, &ce), "%T %v", err, err)
+			require.ErrorAs(t, err, &ce, "%T %v", err, err)
 			require.Equal(t, tc.ptr, ce.Pointer, "%v", ce)
 			require.Contains(t, ce.Message, "refers to itself without end")
 		})
@@ -205,11 +204,11 @@ func TestRegistryRefusesStoredSchemaThatNoLongerCompiles(t *testing.T) {
 		for range 2 { // the second time from the cache
 			_, err := r.Validate(t.Context(), event(code, "", `1`))
 			var rej *schema.Rejection
-			require.True(t, errors.As(err, &rej), "%s: %T %v", code, err, err)
+			require.ErrorAs(t, err, &rej, "%s: %T %v", code, err, err)
 			require.Equal(t, "/data", rej.Violations[0].Pointer)
 			require.Contains(t, rej.Violations[0].Message, "does not compile")
 			var ce *schema.CompileError
-			require.True(t, errors.As(rej.Err, &ce), "%v", rej.Err)
+			require.ErrorAs(t, rej.Err, &ce, "%v", rej.Err)
 		}
 	}
 }
@@ -226,10 +225,12 @@ func TestRegistryValidateHugeNumbers(t *testing.T) {
 			_, err = r.Validate(t.Context(), event("shop.order.created", "", `{"amount":`+n+`,"currency":"EUR"}`))
 		}, n)
 		var rej *schema.Rejection
-		require.True(t, errors.As(err, &rej), "%s: %T %v", n, err, err)
+		require.ErrorAs(t, err, &rej, "%s: %T %v", n, err, err)
 		require.Equal(t, []schema.Violation{{Pointer: "/data/amount", Message: rej.Violations[0].Message}}, rej.Violations, n)
 	}
-	_, err := r.Validate(t.Context(), &cloudevent.Event{SpecVersion: "1.0", ID: "1", Source: "/s", Type: "shop.order.created",
-		Data: json.RawMessage(`{"amount":1e300,"currency":"EUR"}`)})
+	_, err := r.Validate(t.Context(), &cloudevent.Event{
+		SpecVersion: "1.0", ID: "1", Source: "/s", Type: "shop.order.created",
+		Data: json.RawMessage(`{"amount":1e300,"currency":"EUR"}`),
+	})
 	require.NoError(t, err)
 }

@@ -69,10 +69,8 @@ func hasBadNumber(v any) bool {
 	case json.Number:
 		return checkNumber(string(x)) != nil
 	case []any:
-		for _, item := range x {
-			if hasBadNumber(item) {
-				return true
-			}
+		if slices.ContainsFunc(x, hasBadNumber) {
+			return true
 		}
 	case map[string]any:
 		for _, item := range x {

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hooklane/hooklane/store"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/store"
 )
 
 // fakeStore is an in-test CacheStore: a list and a generation that grows on

@@ -149,15 +149,23 @@ func TestServiceCreateChecks(t *testing.T) {
 	}{
 		{name: "valid", edit: func(*subscription.Subscription) {}, check: true, public: true},
 		{name: "valid in an existing pool", edit: func(s *subscription.Subscription) { s.DispatchPoolID = &pool }, check: true, public: true},
-		{name: "no pool with that id", edit: func(s *subscription.Subscription) { s.DispatchPoolID = &missingPool }, check: true, public: true,
-			want: []subscription.FieldError{{Pointer: "/dispatchPoolId", Message: "no dispatch pool has this id"}}},
-		{name: "non-public target", edit: func(*subscription.Subscription) {}, check: true, public: false,
-			want: []subscription.FieldError{{Pointer: "/target", Message: nonPublic}}},
-		{name: "unresolvable target", edit: func(*subscription.Subscription) {}, check: true, publicErr: errors.New("no such host"),
-			want: []subscription.FieldError{{Pointer: "/target", Message: "host could not be resolved"}}},
+		{
+			name: "no pool with that id", edit: func(s *subscription.Subscription) { s.DispatchPoolID = &missingPool }, check: true, public: true,
+			want: []subscription.FieldError{{Pointer: "/dispatchPoolId", Message: "no dispatch pool has this id"}},
+		},
+		{
+			name: "non-public target", edit: func(*subscription.Subscription) {}, check: true, public: false,
+			want: []subscription.FieldError{{Pointer: "/target", Message: nonPublic}},
+		},
+		{
+			name: "unresolvable target", edit: func(*subscription.Subscription) {}, check: true, publicErr: errors.New("no such host"),
+			want: []subscription.FieldError{{Pointer: "/target", Message: "host could not be resolved"}},
+		},
 		{name: "no address check without PublicHostFunc", edit: func(*subscription.Subscription) {}, check: false},
-		{name: "address not checked when invalid otherwise", edit: func(s *subscription.Subscription) { s.Code = "" }, check: true, public: false,
-			want: []subscription.FieldError{{Pointer: "/code", Message: "is required"}}},
+		{
+			name: "address not checked when invalid otherwise", edit: func(s *subscription.Subscription) { s.Code = "" }, check: true, public: false,
+			want: []subscription.FieldError{{Pointer: "/code", Message: "is required"}},
+		},
 		{name: "every problem at once", edit: func(s *subscription.Subscription) {
 			s.EventTypes, s.DispatchPoolID, s.TimeoutSeconds = nil, &missingPool, 0
 		}, check: true, public: true, want: []subscription.FieldError{
@@ -207,7 +215,7 @@ func TestServiceCreateSecretAndConflict(t *testing.T) {
 	// An invalid subscription is reported before its secret.
 	invalid := newSub("", "a.b")
 	_, err = b.svc.Create(ctx, invalid, &bad)
-	requireFieldErrors(t, err, subscription.FieldError{Pointer: "/code", Message: "is required"})
+	_ = requireFieldErrors(t, err, subscription.FieldError{Pointer: "/code", Message: "is required"})
 
 	own := subscription.NewSecret()
 	got, err := b.svc.Create(ctx, newSub("s1", "a.b"), &own)
@@ -254,10 +262,10 @@ func TestServicePatch(t *testing.T) {
 	// The result is checked as a new subscription is, the address too.
 	b.public.Store(false)
 	_, err = b.svc.Patch(ctx, sub.ID, func(s *subscription.Subscription) error { s.Target = "http://10.0.0.1/"; return nil })
-	requireFieldErrors(t, err, subscription.FieldError{Pointer: "/target", Message: "resolves to a loopback, private or otherwise non-public address"})
+	_ = requireFieldErrors(t, err, subscription.FieldError{Pointer: "/target", Message: "resolves to a loopback, private or otherwise non-public address"})
 	b.public.Store(true)
 	_, err = b.svc.Patch(ctx, sub.ID, func(s *subscription.Subscription) error { s.Retry.MaxAttempts = 0; return nil })
-	requireFieldErrors(t, err, subscription.FieldError{Pointer: "/retry/maxAttempts", Message: "must be between 1 and 1000"})
+	_ = requireFieldErrors(t, err, subscription.FieldError{Pointer: "/retry/maxAttempts", Message: "must be between 1 and 1000"})
 
 	// A merge error is returned as it is, and nothing is written.
 	boom := errors.New("bad patch")

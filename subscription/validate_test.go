@@ -117,15 +117,19 @@ func TestValidate(t *testing.T) {
 		{"reserved header", func(s *Subscription) {
 			s.Headers = map[string]string{"Webhook-Signature": "v1,x", "X-A": "b", "content-type": "text/plain"}
 		}, []string{"/headers/Webhook-Signature", "/headers/content-type"}},
-		{"header value newline", func(s *Subscription) { s.Headers = map[string]string{"X-A": "a\r\nB: c"} },
-			[]string{"/headers/X-A"}},
+		{
+			"header value newline", func(s *Subscription) { s.Headers = map[string]string{"X-A": "a\r\nB: c"} },
+			[]string{"/headers/X-A"},
+		},
 		// Issue 21 class 3: every control character but the tab makes the
 		// HTTP client refuse the request, so every delivery would fail.
 		{"header values with control characters", func(s *Subscription) {
 			s.Headers = map[string]string{"X-Bell": "a\x07", "X-Del": "tok\x7f", "X-Esc": "\x1b[0m", "X-Tab": "a\tb", "X-Utf8": "straße"}
 		}, []string{"/headers/X-Bell", "/headers/X-Del", "/headers/X-Esc"}},
-		{"header name with non-ASCII", func(s *Subscription) { s.Headers = map[string]string{"X-Straße": "a"} },
-			[]string{"/headers/X-Straße"}},
+		{
+			"header name with non-ASCII", func(s *Subscription) { s.Headers = map[string]string{"X-Straße": "a"} },
+			[]string{"/headers/X-Straße"},
+		},
 		{"empty header name", func(s *Subscription) { s.Headers = map[string]string{"": "a"} }, []string{"/headers/"}},
 		{"bad mode", func(s *Subscription) { s.Mode = "FAST" }, []string{"/mode"}},
 		{"bad delivery", func(s *Subscription) { s.Delivery = "email" }, []string{"/delivery"}},

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/netip"
-	"strings"
 	"testing"
 
-	"github.com/hooklane/hooklane/webhook"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/webhook"
 )
 
 // TestAddrClass walks every class of the IANA IPv4 and IPv6 special-purpose
@@ -176,7 +176,7 @@ func TestCheckTargetUsesTheClassifier(t *testing.T) {
 	} {
 		err := webhook.CheckTarget(t.Context(), res, host)
 		require.ErrorIs(t, err, webhook.ErrPrivateTarget, host)
-		require.True(t, strings.Contains(err.Error(), class), "%s: %v", host, err)
+		require.Contains(t, err.Error(), class, "%s: %v", host, err)
 	}
 	for _, lit := range []string{"::127.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::1", "fec0::1", "198.18.0.1", "255.255.255.255"} {
 		require.ErrorIs(t, webhook.CheckTarget(t.Context(), res, lit), webhook.ErrPrivateTarget, lit)

@@ -124,8 +124,10 @@ func TestMediatorRefusesPrivateTarget(t *testing.T) {
 	t.Cleanup(med.Close)
 	for _, target := range []string{srv.URL, strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)} {
 		res := med.Deliver(t.Context(), &router.Delivery{
-			Job: &dispatch.Job{ID: "01JOB", Kind: dispatch.KindTask, TargetURL: target, TimeoutSeconds: 2,
-				Payload: []byte(`{}`), Secret: subscription.NewSecret()},
+			Job: &dispatch.Job{
+				ID: "01JOB", Kind: dispatch.KindTask, TargetURL: target, TimeoutSeconds: 2,
+				Payload: []byte(`{}`), Secret: subscription.NewSecret(),
+			},
 			Attempt: 1,
 		})
 		require.ErrorIs(t, res.Err, webhook.ErrPrivateTarget, target)

@@ -11,9 +11,11 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dgraph-io/ristretto/v2"
+
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/router"
@@ -266,8 +268,7 @@ func (t *Transport) renderBody(d *router.Delivery) ([]byte, http.Header, error) 
 }
 
 func isJSONType(ct string) bool {
-	return ct == "application/json" || bytes.HasSuffix([]byte(ct), []byte("+json")) ||
-		bytes.HasPrefix([]byte(ct), []byte("application/json;"))
+	return ct == "application/json" || strings.HasSuffix(ct, "+json") || strings.HasPrefix(ct, "application/json;")
 }
 
 func jsonUnmarshalString(raw []byte, s *string) error {

@@ -347,7 +347,7 @@ func (c *Config) validate() error {
 func parseTrustedProxies(spec string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	var errs []error
-	for _, part := range strings.Split(spec, ",") {
+	for part := range strings.SplitSeq(spec, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
 			continue

@@ -52,24 +52,42 @@ func TestLoadConfigErrors(t *testing.T) {
 		env  map[string]string
 		want []string
 	}{
-		{name: "no keys beyond loopback", env: map[string]string{"HOOKLANE_LISTEN": "0.0.0.0:8080"},
-			want: []string{"HOOKLANE_LISTEN (--listen): refusing to listen on 0.0.0.0:8080 without API keys"}},
-		{name: "no keys on a public name", env: map[string]string{"HOOKLANE_LISTEN": "example.com:8080"},
-			want: []string{"refusing to listen on example.com:8080 without API keys"}},
-		{name: "bad key entry", env: map[string]string{"HOOKLANE_API_KEYS": "ops:root:s3cret-one"},
-			want: []string{"HOOKLANE_API_KEYS (--api-keys)", `unknown role "root"`}},
-		{name: "missing keys file", env: map[string]string{"HOOKLANE_API_KEYS_FILE": filepath.Join(dir, "nope")},
-			want: []string{"HOOKLANE_API_KEYS_FILE (--api-keys-file): read keys"}},
-		{name: "duplicate name in file", env: map[string]string{"HOOKLANE_API_KEYS_FILE": badFile},
-			want: []string{"HOOKLANE_API_KEYS_FILE (--api-keys-file)", `"ops": the name is used twice`}},
-		{name: "several problems", env: map[string]string{"HOOKLANE_LOG_FORMAT": "xml", "HOOKLANE_ROLES": "api,cook", "HOOKLANE_MAX_EVENT_BYTES": "99999999999"},
-			want: []string{"HOOKLANE_LOG_FORMAT (--log-format)", `HOOKLANE_ROLES (--roles): unknown role "cook"`, "HOOKLANE_MAX_EVENT_BYTES (--max-event-bytes)"}},
-		{name: "bad trusted proxy", env: map[string]string{"HOOKLANE_TRUSTED_PROXIES": "10.0.0.0/8, proxy.internal"},
-			want: []string{`HOOKLANE_TRUSTED_PROXIES (--trusted-proxies): "proxy.internal" is neither a CIDR nor an IP address`}},
-		{name: "bad metrics listen", env: map[string]string{"HOOKLANE_METRICS_LISTEN": "9090"},
-			want: []string{`HOOKLANE_METRICS_LISTEN (--metrics-listen): "9090" is not host:port`}},
-		{name: "bad duration", env: map[string]string{"HOOKLANE_LEASE": "soon"},
-			want: []string{"HOOKLANE_LEASE (--lease): must be a positive duration"}},
+		{
+			name: "no keys beyond loopback", env: map[string]string{"HOOKLANE_LISTEN": "0.0.0.0:8080"},
+			want: []string{"HOOKLANE_LISTEN (--listen): refusing to listen on 0.0.0.0:8080 without API keys"},
+		},
+		{
+			name: "no keys on a public name", env: map[string]string{"HOOKLANE_LISTEN": "example.com:8080"},
+			want: []string{"refusing to listen on example.com:8080 without API keys"},
+		},
+		{
+			name: "bad key entry", env: map[string]string{"HOOKLANE_API_KEYS": "ops:root:s3cret-one"},
+			want: []string{"HOOKLANE_API_KEYS (--api-keys)", `unknown role "root"`},
+		},
+		{
+			name: "missing keys file", env: map[string]string{"HOOKLANE_API_KEYS_FILE": filepath.Join(dir, "nope")},
+			want: []string{"HOOKLANE_API_KEYS_FILE (--api-keys-file): read keys"},
+		},
+		{
+			name: "duplicate name in file", env: map[string]string{"HOOKLANE_API_KEYS_FILE": badFile},
+			want: []string{"HOOKLANE_API_KEYS_FILE (--api-keys-file)", `"ops": the name is used twice`},
+		},
+		{
+			name: "several problems", env: map[string]string{"HOOKLANE_LOG_FORMAT": "xml", "HOOKLANE_ROLES": "api,cook", "HOOKLANE_MAX_EVENT_BYTES": "99999999999"},
+			want: []string{"HOOKLANE_LOG_FORMAT (--log-format)", `HOOKLANE_ROLES (--roles): unknown role "cook"`, "HOOKLANE_MAX_EVENT_BYTES (--max-event-bytes)"},
+		},
+		{
+			name: "bad trusted proxy", env: map[string]string{"HOOKLANE_TRUSTED_PROXIES": "10.0.0.0/8, proxy.internal"},
+			want: []string{`HOOKLANE_TRUSTED_PROXIES (--trusted-proxies): "proxy.internal" is neither a CIDR nor an IP address`},
+		},
+		{
+			name: "bad metrics listen", env: map[string]string{"HOOKLANE_METRICS_LISTEN": "9090"},
+			want: []string{`HOOKLANE_METRICS_LISTEN (--metrics-listen): "9090" is not host:port`},
+		},
+		{
+			name: "bad duration", env: map[string]string{"HOOKLANE_LEASE": "soon"},
+			want: []string{"HOOKLANE_LEASE (--lease): must be a positive duration"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -212,13 +212,17 @@ type promSelector struct {
 
 type promMatcher struct{ label, op, value string }
 
-// promQLKeywords are PromQL words that are not metric names when not
+// promQLKeywords returns the PromQL words that are not metric names when not
 // followed by "(": binary operators, modifiers, literals, and the
-// aggregation operators (followed by by or without in `sum by (le) (…)`).
-var promQLKeywords = []string{"and", "or", "unless", "bool", "offset", "on", "ignoring", "by", "without",
-	"group_left", "group_right", "inf", "nan", "atan2", "start", "end",
-	"sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values", "bottomk", "topk",
-	"quantile", "limitk", "limit_ratio"}
+// aggregation operators (followed by or without in `sum by (le) (…)`).
+func promQLKeywords() []string {
+	return []string{
+		"and", "or", "unless", "bool", "offset", "on", "ignoring", "by", "without",
+		"group_left", "group_right", "inf", "nan", "atan2", "start", "end",
+		"sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values", "bottomk", "topk",
+		"quantile", "limitk", "limit_ratio",
+	}
+}
 
 // promQLSelectors lexes a PromQL expression (with Grafana's $variables)
 // and returns the metric selectors it reads. An identifier followed by "("
@@ -249,13 +253,13 @@ func promQLSelectors(expr string) []promSelector {
 	closing := func(i int, open, closeC byte) int {
 		depth := 0
 		for i < len(expr) {
-			switch c := expr[i]; {
-			case c == '"' || c == '\'' || c == '`':
+			switch c := expr[i]; c {
+			case '"', '\'', '`':
 				i = skipString(i)
 				continue
-			case c == open:
+			case open:
 				depth++
-			case c == closeC:
+			case closeC:
 				depth--
 				if depth == 0 {
 					return i + 1
@@ -303,7 +307,7 @@ func promQLSelectors(expr string) []promSelector {
 				}
 				continue
 			}
-			if next < len(expr) && expr[next] == '(' || slices.Contains(promQLKeywords, word) {
+			if next < len(expr) && expr[next] == '(' || slices.Contains(promQLKeywords(), word) {
 				continue
 			}
 			sel := promSelector{metric: word}
@@ -338,11 +342,15 @@ func TestPromQLSelectors(t *testing.T) {
 		want []promSelector
 	}{
 		{`rate(a_total[5m])`, []promSelector{{metric: "a_total"}}},
-		{`sum by (le, pool) (rate(b_bucket{job=~"$job",outcome="x"}[$__rate_interval]))`,
-			[]promSelector{{metric: "b_bucket", matchers: []promMatcher{{"job", "=~", "$job"}, {"outcome", "=", "x"}}}}},
+		{
+			`sum by (le, pool) (rate(b_bucket{job=~"$job",outcome="x"}[$__rate_interval]))`,
+			[]promSelector{{metric: "b_bucket", matchers: []promMatcher{{"job", "=~", "$job"}, {"outcome", "=", "x"}}}},
+		},
 		{`histogram_quantile(0.95, sum(rate(c_bucket[1m])) by (le))`, []promSelector{{metric: "c_bucket"}}},
-		{`sum(rate(a[5m])) / ignoring (code) group_left(route) sum(b offset 1h) > bool 0.5 and on(x) c unless d or e`,
-			[]promSelector{{metric: "a"}, {metric: "b"}, {metric: "c"}, {metric: "d"}, {metric: "e"}}},
+		{
+			`sum(rate(a[5m])) / ignoring (code) group_left(route) sum(b offset 1h) > bool 0.5 and on(x) c unless d or e`,
+			[]promSelector{{metric: "a"}, {metric: "b"}, {metric: "c"}, {metric: "d"}, {metric: "e"}},
+		},
 		{`topk(10, x{route!~"/api/stream.*", l='a}b'})`, []promSelector{{metric: "x", matchers: []promMatcher{{"route", "!~", "/api/stream.*"}, {"l", "=", "a}b"}}}}},
 		{`{__name__="named_metric", a="1"} * 1e-3 + inf`, []promSelector{{metric: "named_metric", matchers: []promMatcher{{"__name__", "=", "named_metric"}, {"a", "=", "1"}}}}},
 		{`max_over_time(g[1h:5m]) - count without (instance) (h)`, []promSelector{{metric: "g"}, {metric: "h"}}},

@@ -195,10 +195,14 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return subs.Run(ctx) })
 	if roles["pollers"] {
-		pending := pollers.NewPending(pollers.PendingConfig{Jobs: jobs, Interval: cfg.PendingPollInterval,
-			BatchSize: cfg.PollerBatchSize, Logger: logger, OnQueueFunc: func(n int) { m.ObservePollerMoves("pending", n) }})
-		fanout := pollers.NewFanOut(pollers.FanOutConfig{Store: st, FanOuter: svc, Interval: cfg.FanOutPollInterval, Grace: cfg.FanOutGrace,
-			BatchSize: cfg.PollerBatchSize, Logger: logger, OnFanOutFunc: func(n int) { m.ObservePollerMoves("fanout", n) }})
+		pending := pollers.NewPending(pollers.PendingConfig{
+			Jobs: jobs, Interval: cfg.PendingPollInterval,
+			BatchSize: cfg.PollerBatchSize, Logger: logger, OnQueueFunc: func(n int) { m.ObservePollerMoves("pending", n) },
+		})
+		fanout := pollers.NewFanOut(pollers.FanOutConfig{
+			Store: st, FanOuter: svc, Interval: cfg.FanOutPollInterval, Grace: cfg.FanOutGrace,
+			BatchSize: cfg.PollerBatchSize, Logger: logger, OnFanOutFunc: func(n int) { m.ObservePollerMoves("fanout", n) },
+		})
 		g.Go(func() error { return pending.Run(ctx) })
 		g.Go(func() error { return rescuer.Run(ctx) })
 		g.Go(func() error { return fanout.Run(ctx) })
