@@ -167,6 +167,11 @@ func (lc *Lifecycle) applyOutcome(j *Job, o Outcome, a Attempt, now time.Time) [
 	}
 	var events []stream.Event
 	if o.Attempted {
+		// The failed event is stamped before the transition, so move
+		// UpdatedAt past the job's last change first: its id must sort
+		// after the job's earlier events (see StatusEvent), also when the
+		// instance that wrote the last one runs ahead of this one.
+		j.Touch(now)
 		events = append(events, ev(stream.TypeDispatchFailed))
 	}
 	_ = j.Transition(StatusError, now)
