@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hooklane/hooklane/store"
@@ -24,8 +25,9 @@ var (
 	// claim it does not hold.
 	ErrNotHolder = fmt.Errorf("the job is held by another worker: %w", store.ErrConflict)
 	// ErrLeaseLost is returned by RecordOutcome when the claim's lease
-	// expired and another worker holds the job now: the attempt is not
-	// recorded (the new holder's will be).
+	// expired and another claim holds the job now (another worker's, or a
+	// later one of the same worker): the attempt is not recorded (the
+	// rescue recorded it ABANDONED; the new holder's will be recorded).
 	ErrLeaseLost = fmt.Errorf("the claim's lease expired and another worker holds the job: %w", store.ErrConflict)
 )
 
@@ -84,16 +86,23 @@ func (lc *Lifecycle) Claim(ctx context.Context, j *Job, p ClaimParams) error {
 // claimed and moves it on: COMPLETED on success; PENDING until the next
 // attempt when the failure is retryable and the policy allows (see
 // nextAttempt); ERROR otherwise. An outcome that was not Attempted moves a
-// QUEUED or claimed job straight to ERROR. When the job changed meanwhile
-// (an operator cancelled it), the attempt is still recorded on the newer
-// state, which is kept; when another worker holds it after the lease
-// expired, ErrLeaseLost. A job that no longer holds its BLOCK_ON_ERROR group
-// releases the next one. It returns the job as written.
+// QUEUED job the caller read, or the caller's claim, straight to ERROR.
+//
+// When the caller's claim ended meanwhile (an operator cancelled the job,
+// or its lease expired and the rescuer moved it), the attempt is still
+// recorded in its place, over the ABANDONED entry of a rescue, and the
+// newer state is kept; an outcome that was not Attempted then changes
+// nothing. When another claim holds the job now (another worker's, or a
+// later one of the same worker, told apart by the attempt number), the
+// result is ErrLeaseLost and the attempt is not recorded: its ABANDONED
+// entry stands for it. A job that no longer holds its BLOCK_ON_ERROR group
+// releases the next one. It returns the job as written (as read when
+// nothing changed).
 func (lc *Lifecycle) RecordOutcome(ctx context.Context, j *Job, o Outcome) (*Job, error) {
-	worker := j.Worker
+	worker, attempt, read := j.Worker, j.AttemptCount, j.Status
 	a := o.Attempt
 	if o.Attempted {
-		a.Attempt = j.AttemptCount
+		a.Attempt = attempt
 		a.Worker = cmpOr(a.Worker, worker)
 		if o.Err != nil && a.Error == "" {
 			a.Error = o.Err.Error()
@@ -103,21 +112,27 @@ func (lc *Lifecycle) RecordOutcome(ctx context.Context, j *Job, o Outcome) (*Job
 		if o.Attempted && a.StartedAt.IsZero() {
 			a.StartedAt = now.Add(-time.Duration(a.DurationMs) * time.Millisecond)
 		}
-		if j.Status == StatusInProgress && j.Worker != worker {
+		switch {
+		case j.Status == StatusInProgress && (j.Worker != worker || j.AttemptCount != attempt):
 			return nil, ErrLeaseLost
-		}
-		if o.Attempted {
-			j.recordAttempt(a)
-		} else if j.Status == StatusInProgress {
-			j.AttemptCount-- // claimed, but nothing was sent: no attempt to count
-		}
-		if j.Status != StatusInProgress && (o.Attempted || j.Status != StatusQueued) {
-			// Cancelled (or otherwise moved) while the attempt ran: the
-			// attempt is recorded, the status kept.
+		case j.Status == StatusInProgress:
+			if o.Attempted {
+				j.recordAttempt(a)
+			} else {
+				j.AttemptCount-- // claimed, but nothing was sent: no attempt to count
+			}
+			return lc.applyOutcome(j, o, a, now), nil
+		case j.Status == StatusQueued && read == StatusQueued && !o.Attempted:
+			// A job the caller read QUEUED that cannot be delivered.
+			return lc.applyOutcome(j, o, a, now), nil
+		case o.Attempted && j.recordAttempt(a):
+			// The claim ended while the attempt ran: the attempt is
+			// recorded, the status kept.
 			j.Touch(now)
 			return nil, nil
+		default:
+			return nil, errUnchanged
 		}
-		return lc.applyOutcome(j, o, a, now), nil
 	})
 	if err != nil {
 		return nil, err
@@ -125,16 +140,31 @@ func (lc *Lifecycle) RecordOutcome(ctx context.Context, j *Job, o Outcome) (*Job
 	return j, lc.releaseAfter(ctx, j)
 }
 
-// recordAttempt appends a to the job's attempts, replacing an ABANDONED
-// entry of the same attempt (the lease expired while the attempt ran, and
-// its real end arrived after all), so that a push job's attempts stay
-// numbered 1…AttemptCount without gaps or repeats.
-func (j *Job) recordAttempt(a Attempt) {
-	if n := len(j.Attempts); n > 0 && j.Attempts[n-1].Attempt == a.Attempt && j.Attempts[n-1].Action == ActionAbandoned && a.Action == "" {
-		j.Attempts[n-1] = a
-		return
+// recordAttempt records a, the outcome of push attempt a.Attempt, in the
+// job's attempts, which stay numbered 1…AttemptCount in order without gaps
+// or repeats: over that attempt's ABANDONED entry (its lease expired, or it
+// was cancelled, while it ran, and its real end arrived after all); not at
+// all when that attempt is recorded already; else in its place by number
+// (at the end, but for a late outcome). It reports whether the attempts
+// changed.
+func (j *Job) recordAttempt(a Attempt) bool {
+	at := len(j.Attempts)
+	for i := len(j.Attempts) - 1; i >= 0 && j.Attempts[i].Attempt >= a.Attempt; i-- {
+		e := &j.Attempts[i]
+		if e.Attempt > a.Attempt {
+			at = i
+			continue
+		}
+		switch e.Action {
+		case ActionAbandoned:
+			*e = a
+			return true
+		case "":
+			return false
+		}
 	}
-	j.Attempts = append(j.Attempts, a)
+	j.Attempts = slices.Insert(j.Attempts, at, a)
+	return true
 }
 
 // applyOutcome moves a claimed job (or a QUEUED one that cannot be
@@ -167,6 +197,11 @@ func (lc *Lifecycle) applyOutcome(j *Job, o Outcome, a Attempt, now time.Time) [
 	}
 	var events []stream.Event
 	if o.Attempted {
+		// The failed event is stamped before the transition, so move
+		// UpdatedAt past the job's last change first: its id must sort
+		// after the job's earlier events (see StatusEvent), also when the
+		// instance that wrote the last one runs ahead of this one.
+		j.Touch(now)
 		events = append(events, ev(stream.TypeDispatchFailed))
 	}
 	_ = j.Transition(StatusError, now)

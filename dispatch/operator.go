@@ -66,8 +66,12 @@ func (lc *Lifecycle) RetryMany(ctx context.Context, p *JobListParams) (int, erro
 
 // Cancel cancels a job (API.md §5): PENDING, QUEUED, ERROR or IN_PROGRESS
 // (whose running attempt finishes but is not retried) → CANCELLED, with
-// reason in the dispatch.cancelled event. A COMPLETED or CANCELLED job is a
-// *NotAllowedError. The next job of its BLOCK_ON_ERROR group is released.
+// reason in the dispatch.cancelled event. The running attempt of a push job
+// is recorded ABANDONED until its outcome replaces the entry (RecordOutcome),
+// so that the attempts stay numbered 1…AttemptCount even if the outcome
+// never comes (its router died) or comes after the job was retried and
+// claimed again. A COMPLETED or CANCELLED job is a *NotAllowedError. The
+// next job of its BLOCK_ON_ERROR group is released.
 func (lc *Lifecycle) Cancel(ctx context.Context, id, reason string) (*Job, error) {
 	j, err := lc.Get(ctx, id)
 	if err != nil {
@@ -76,10 +80,22 @@ func (lc *Lifecycle) Cancel(ctx context.Context, id, reason string) (*Job, error
 	return lc.cancel(ctx, j, reason)
 }
 
+// errCancelledRunning is the failure recorded for a push attempt that ran
+// when its job was cancelled, until the attempt's own outcome arrives.
+var errCancelledRunning = errors.New("cancelled while the attempt ran")
+
 func (lc *Lifecycle) cancel(ctx context.Context, j *Job, reason string) (*Job, error) {
 	j, err := lc.mutate(ctx, j, func(j *Job, now time.Time) ([]stream.Event, error) {
+		running := j.Status == StatusInProgress && j.Delivery != DeliveryPull && j.AttemptCount > 0
+		worker := j.Worker
 		if err := j.Transition(StatusCancelled, now); err != nil {
 			return nil, &NotAllowedError{Status: j.Status, Verb: "cancelled"}
+		}
+		if running {
+			j.recordAttempt(Attempt{
+				Attempt: j.AttemptCount, Action: ActionAbandoned, StartedAt: now,
+				Error: errCancelledRunning.Error(), Worker: worker,
+			})
 		}
 		ev := lc.event(j, stream.TypeDispatchCancelled, now)
 		ev.Data.Error = reason
