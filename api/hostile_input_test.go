@@ -193,7 +193,7 @@ func TestPullReportBounds(t *testing.T) {
 // returns the connection and a reader of its answer.
 func rawIngest(t *testing.T, url string, contentLength int, body string) (net.Conn, *bufio.Reader) {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	conn, err := new(net.Dialer).DialContext(t.Context(), "tcp", strings.TrimPrefix(url, "http://"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	_, err = fmt.Fprintf(conn, "POST /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/cloudevents+json\r\nContent-Length: %d\r\n\r\n%s", contentLength, body)

@@ -273,9 +273,10 @@ func (lc *Lifecycle) Heartbeat(ctx context.Context, id, worker string, lease tim
 // A job that moved on meanwhile is left alone.
 func (lc *Lifecycle) HandBack(ctx context.Context, j *Job, reason string) error {
 	now := lc.now()
-	if j.Status != StatusInProgress || j.Transition(StatusPending, now) != nil {
-		return nil
+	if j.Status != StatusInProgress {
+		return nil // moved on meanwhile
 	}
+	_ = j.Transition(StatusPending, now) // IN_PROGRESS → PENDING is always allowed
 	j.AttemptCount--
 	j.NextAttemptAt = &now
 	ev := lc.event(j, stream.TypeDispatchPending, now)

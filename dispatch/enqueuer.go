@@ -24,7 +24,7 @@ type EnqueuerStore interface {
 // poller finds the job later. Nothing is lost either way.
 //
 // When a send fails as a whole (the queue is unreachable), the Enqueuer
-// stops trying for a cooldown that doubles from BreakerCooldownMin up to
+// stops trying for a cooldown that doubles from BreakerCooldownFirst up to
 // BreakerCooldownMax: meanwhile jobs go straight back to PENDING, so ingest
 // keeps answering at store speed instead of waiting on the queue client's
 // retries for every request; the first send after the cooldown probes the
@@ -47,8 +47,8 @@ type Enqueuer struct {
 // that is down, short enough that a recovered queue is used again within
 // seconds (the pending poller sends what waited meanwhile).
 const (
-	BreakerCooldownMin = time.Second
-	BreakerCooldownMax = 30 * time.Second
+	BreakerCooldownFirst = time.Second
+	BreakerCooldownMax   = 30 * time.Second
 )
 
 func (e *Enqueuer) logger() *slog.Logger {
@@ -77,7 +77,7 @@ func (e *Enqueuer) open(now time.Time) (bool, error) {
 func (e *Enqueuer) trip(now time.Time, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.cooldown = min(max(e.cooldown*2, BreakerCooldownMin), BreakerCooldownMax)
+	e.cooldown = min(max(e.cooldown*2, BreakerCooldownFirst), BreakerCooldownMax)
 	e.openUntil = now.Add(e.cooldown)
 	e.lastErr = err
 }
@@ -138,20 +138,19 @@ func (e *Enqueuer) Enqueue(ctx context.Context, jobs []*Job) (int, error) {
 			continue
 		}
 		e.reset()
-		for i, r := range results {
-			if i >= len(batch) {
-				break // a queue answering more results than messages: ignore the extra
+		for i, j := range batch {
+			if i >= len(results) || results[i].Err == nil {
+				continue // a result the queue did not give is taken as sent: the rescuer finds it if not
 			}
-			if r.Err != nil {
-				e.logger().WarnContext(ctx, "queue send entry failed", "job_id", batch[i].ID, "error", r.Err)
-				// The first entry's error stands for the others: one
-				// line per job would flood the callers' logs.
-				if entryErrs == 0 {
-					errs = append(errs, fmt.Errorf("send job %s: %w", batch[i].ID, r.Err))
-				}
-				entryErrs++
-				failed = append(failed, batch[i])
+			rerr := results[i].Err
+			e.logger().WarnContext(ctx, "queue send entry failed", "job_id", j.ID, "error", rerr)
+			// The first entry's error stands for the others: one line per
+			// job would flood the callers' logs.
+			if entryErrs == 0 {
+				errs = append(errs, fmt.Errorf("send job %s: %w", j.ID, rerr))
 			}
+			entryErrs++
+			failed = append(failed, j)
 		}
 	}
 	if entryErrs > 1 {

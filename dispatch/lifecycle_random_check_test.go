@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -51,11 +52,11 @@ func checkWalk(t *testing.T, j *dispatch.Job, events []stream.Event) int {
 	t.Helper()
 	require.NotEmpty(t, events, "job %s has no status event", j.ID)
 	trail := func() string {
-		s := ""
+		var s strings.Builder
 		for _, e := range events {
-			s += fmt.Sprintf("\n  %s %s %s", e.ID, e.Type, e.Data.Status)
+			fmt.Fprintf(&s, "\n  %s %s %s", e.ID, e.Type, e.Data.Status)
 		}
-		return s
+		return s.String()
 	}
 	require.Equal(t, stream.TypeDispatchCreated, events[0].Type, "job %s: first event%s", j.ID, trail())
 	at := dispatch.Status(events[0].Data.Status)
@@ -67,7 +68,7 @@ func checkWalk(t *testing.T, j *dispatch.Job, events []stream.Event) int {
 		rest = rest[1:]
 	}
 	starts := 0
-	for i := 0; i < len(rest); i++ {
+	for i := range rest {
 		e := rest[i]
 		to := dispatch.Status(e.Data.Status)
 		if e.Type == stream.TypeDispatchFailed && to == dispatch.StatusInProgress {

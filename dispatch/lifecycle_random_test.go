@@ -59,17 +59,17 @@ func TestLifecycleRandomized(t *testing.T) {
 
 // Size and bounds of the randomized run.
 const (
-	randInitialJobs = 4
-	randMaxJobs     = 150
-	randInstances   = 3
-	randActorsEach  = 2
-	randMaxSteps    = 400
-	randBudget      = 3 * time.Second
-	randRecheck     = 20 * time.Second
-	randAdvanceMax  = 3 * time.Second
-	randSkewMax     = 60 * time.Millisecond
-	randLeaseMin    = 5 * time.Second
-	randLeaseSpread = 25 * time.Second
+	randInitialJobs   = 4
+	randMaxJobs       = 150
+	randInstances     = 3
+	randActorsEach    = 2
+	randMaxSteps      = 400
+	randBudget        = 3 * time.Second
+	randRecheck       = 20 * time.Second
+	randAdvanceMax    = 3 * time.Second
+	randSkewMax       = 60 * time.Millisecond
+	randLeaseShortest = 5 * time.Second
+	randLeaseSpread   = 25 * time.Second
 )
 
 // randomSeed returns the run's seed: HOOKLANE_TEST_LIFECYCLE_SEED, else a
@@ -266,11 +266,7 @@ func (w *world) run(t *testing.T) {
 				rnd:  rand.New(rand.NewPCG(w.seed, uint64(i*randActorsEach+g+1))),
 				seen: map[string]int64{},
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				a.loop(t.Context(), deadline)
-			}()
+			wg.Go(func() { a.loop(t.Context(), deadline) })
 		}
 	}
 	wg.Wait()
@@ -429,7 +425,7 @@ func (a *actor) observe(j *dispatch.Job) {
 }
 
 func (a *actor) lease() time.Duration {
-	return randLeaseMin + time.Duration(a.rnd.Int64N(int64(randLeaseSpread)))
+	return randLeaseShortest + time.Duration(a.rnd.Int64N(int64(randLeaseSpread)))
 }
 
 // outcome returns a random outcome of a push attempt.
@@ -441,8 +437,10 @@ func (a *actor) outcome() dispatch.Outcome {
 	case n < 65:
 		return retryable()
 	case n < 80:
-		return dispatch.Outcome{Attempted: true, Attempt: dispatch.Attempt{StatusCode: 429},
-			Err: dispatch.RetryAfter(time.Duration(a.rnd.IntN(10))*time.Second, errors.New("429 Too Many Requests"))}
+		return dispatch.Outcome{
+			Attempted: true, Attempt: dispatch.Attempt{StatusCode: 429},
+			Err: dispatch.RetryAfter(time.Duration(a.rnd.IntN(10))*time.Second, errors.New("429 Too Many Requests")),
+		}
 	case n < 95:
 		return permanent()
 	default:

@@ -40,7 +40,7 @@ func storeKinds() []storeKind {
 }
 
 // openSQLiteStore opens a store on a new SQLite file.
-func openSQLiteStore(t *testing.T) lifecycleStore {
+func openSQLiteStore(t *testing.T) lifecycleStore { //nolint:ireturn // both stores behind one test interface
 	t.Helper()
 	st, err := sqlitestore.Open(context.Background(), sqlitestore.Config{Path: filepath.Join(t.TempDir(), "jobs.db")})
 	require.NoError(t, err)
@@ -51,7 +51,7 @@ func openSQLiteStore(t *testing.T) lifecycleStore {
 // openMongoStore opens a store on a database of its own on the server at
 // HOOKLANE_TEST_MONGO_URI (FerretDB in the local stack), dropped when t
 // ends.
-func openMongoStore(t *testing.T) lifecycleStore {
+func openMongoStore(t *testing.T) lifecycleStore { //nolint:ireturn // both stores behind one test interface
 	t.Helper()
 	uri := os.Getenv("HOOKLANE_TEST_MONGO_URI")
 	if uri == "" {

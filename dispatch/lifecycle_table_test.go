@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -157,13 +158,17 @@ func succeeded() dispatch.Outcome {
 }
 
 func retryable() dispatch.Outcome {
-	return dispatch.Outcome{Attempted: true, Attempt: dispatch.Attempt{DurationMs: 12, StatusCode: 503},
-		Err: errors.New("503 Service Unavailable")}
+	return dispatch.Outcome{
+		Attempted: true, Attempt: dispatch.Attempt{DurationMs: 12, StatusCode: 503},
+		Err: errors.New("503 Service Unavailable"),
+	}
 }
 
 func permanent() dispatch.Outcome {
-	return dispatch.Outcome{Attempted: true, Attempt: dispatch.Attempt{DurationMs: 12, StatusCode: 410},
-		Err: dispatch.Permanent(errors.New("410 Gone"))}
+	return dispatch.Outcome{
+		Attempted: true, Attempt: dispatch.Attempt{DurationMs: 12, StatusCode: 410},
+		Err: dispatch.Permanent(errors.New("410 Gone")),
+	}
 }
 
 func notAttempted() dispatch.Outcome {
@@ -450,7 +455,7 @@ func retried(t *testing.T, before, after *dispatch.Job) {
 func attemptsOf(j *dispatch.Job) []string {
 	out := make([]string, 0, len(j.Attempts))
 	for _, a := range j.Attempts {
-		s := fmt.Sprint(a.Attempt)
+		s := strconv.Itoa(a.Attempt)
 		if a.Action != "" {
 			s += " " + a.Action + " " + a.Worker
 		}
@@ -646,7 +651,9 @@ func TestLifecycleVerbTable(t *testing.T) {
 			for _, group := range []string{"fresh", "stale", "edges"} {
 				for _, row := range rows[group] {
 					if row.global {
-						t.Run(group+"/"+row.name, func(t *testing.T) { runRow(t, pollers, row) })
+						t.Run(group+"/"+row.name, func(t *testing.T) { //nolint:paralleltest // the pollers' rows list every due job: one store of their own, one at a time
+							runRow(t, pollers, row)
+						})
 						continue
 					}
 					t.Run(group+"/"+row.name, func(t *testing.T) {

@@ -26,6 +26,8 @@ const groupScanLimit = 100
 // blocker returns the earlier job of j's group that holds j back, nil when
 // none does. inFlightHolds makes an IN_PROGRESS job of the group hold j
 // whatever its place (pull delivery).
+//
+//nolint:nilnil // no blocker is an answer, not an error: nil job, nil error
 func (lc *Lifecycle) blocker(ctx context.Context, j *Job, inFlightHolds bool) (*Job, error) {
 	if !j.Mode.Ordered() || j.MessageGroup == "" {
 		return nil, nil
@@ -156,9 +158,10 @@ type ParkParams struct {
 // held by p.BlockedBy. A job that moved on meanwhile is left alone.
 func (lc *Lifecycle) Park(ctx context.Context, j *Job, p ParkParams) error {
 	now := lc.now()
-	if j.Status != StatusQueued || j.Transition(StatusPending, now) != nil {
-		return nil
+	if j.Status != StatusQueued {
+		return nil // moved on meanwhile
 	}
+	_ = j.Transition(StatusPending, now) // QUEUED → PENDING is always allowed
 	until := p.Until.UTC().Truncate(time.Millisecond)
 	j.NextAttemptAt = &until
 	j.BlockedBy = p.BlockedBy

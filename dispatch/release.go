@@ -100,7 +100,7 @@ func (lc *Lifecycle) ReleaseSubscription(ctx context.Context, subscriptionID str
 	n := 0
 	for start := 0; start < len(parked); start += 500 {
 		batch := parked[start:min(start+500, len(parked))]
-		if _, err := lc.queueMany(ctx, batch, "subscription resumed", &n); err != nil {
+		if err := lc.queueMany(ctx, batch, "subscription resumed", &n); err != nil {
 			return n, err
 		}
 	}
@@ -119,13 +119,13 @@ func compareStrings(a, b string) int {
 
 func (lc *Lifecycle) queue(ctx context.Context, jobs []*Job, reason string) (bool, error) {
 	n := 0
-	_, err := lc.queueMany(ctx, jobs, reason, &n)
+	err := lc.queueMany(ctx, jobs, reason, &n)
 	return n > 0, err
 }
 
 // queueMany moves PENDING jobs to QUEUED and sends the ones it moved. A job
 // that moved on meanwhile is skipped. It adds the number queued to *n.
-func (lc *Lifecycle) queueMany(ctx context.Context, jobs []*Job, reason string, n *int) (int, error) {
+func (lc *Lifecycle) queueMany(ctx context.Context, jobs []*Job, reason string, n *int) error {
 	now := lc.now()
 	var toSend []*Job
 	for _, j := range jobs {
@@ -137,7 +137,7 @@ func (lc *Lifecycle) queueMany(ctx context.Context, jobs []*Job, reason string, 
 		ev.Data.Error = reason
 		won, err := lc.tryWrite(ctx, j, []stream.Event{ev})
 		if err != nil {
-			return len(toSend), fmt.Errorf("release job %s: %w", j.ID, err)
+			return fmt.Errorf("release job %s: %w", j.ID, err)
 		}
 		if !won {
 			continue // another releaser or the pending poller moved it
@@ -152,5 +152,5 @@ func (lc *Lifecycle) queueMany(ctx context.Context, jobs []*Job, reason string, 
 		// sends it again.
 		_, _ = lc.Send(ctx, toSend)
 	}
-	return len(toSend), nil
+	return nil
 }

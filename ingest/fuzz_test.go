@@ -217,7 +217,7 @@ func FuzzParseAttributes(f *testing.F) {
 		n %= 4 * cloudevent.MaxExtensions
 		var r *http.Request
 		if binary {
-			r = httptest.NewRequest(http.MethodPost, "/api/events", strings.NewReader(`{"a":1}`))
+			r = httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/api/events", strings.NewReader(`{"a":1}`))
 			h := r.Header
 			h["Content-Type"] = []string{"application/json"}
 			h["Ce-Specversion"] = []string{"1.0"}
@@ -236,7 +236,7 @@ func FuzzParseAttributes(f *testing.F) {
 			ev[name] = value
 			body, err := json.Marshal(ev)
 			require.NoError(t, err)
-			r = httptest.NewRequest(http.MethodPost, "/api/events", bytes.NewReader(body))
+			r = httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/api/events", bytes.NewReader(body))
 			r.Header.Set("Content-Type", ingest.ContentTypeStructured)
 		}
 		req, err := ingest.Parse(r, ingest.Limits{})

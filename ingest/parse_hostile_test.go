@@ -1,6 +1,7 @@
 package ingest_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -39,7 +40,7 @@ func extensions(n int) string {
 // requireParseError parses a request and requires an *ingest.Error of the
 // status whose violations point (exactly, in order) at wantPtrs, each
 // message containing the matching wantMsgs entry when given.
-func requireParseError(t *testing.T, r *http.Request, status int, wantPtrs []string, wantMsgs ...string) *ingest.Error {
+func requireParseError(t *testing.T, r *http.Request, status int, wantPtrs []string, wantMsgs ...string) {
 	t.Helper()
 	_, err := ingest.Parse(r, ingest.Limits{})
 	var ie *ingest.Error
@@ -53,17 +54,16 @@ func requireParseError(t *testing.T, r *http.Request, status int, wantPtrs []str
 	for i, m := range wantMsgs {
 		require.Contains(t, ie.Violations[i].Message, m, "%v", ie)
 	}
-	return ie
 }
 
 func structuredRequest(body string) *http.Request {
-	r := httptest.NewRequest(http.MethodPost, "/api/events", strings.NewReader(body))
+	r := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/api/events", strings.NewReader(body))
 	r.Header.Set("Content-Type", ingest.ContentTypeStructured)
 	return r
 }
 
 func batchRequest(items ...string) *http.Request {
-	r := httptest.NewRequest(http.MethodPost, "/api/events", strings.NewReader("["+strings.Join(items, ",")+"]"))
+	r := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/api/events", strings.NewReader("["+strings.Join(items, ",")+"]"))
 	r.Header.Set("Content-Type", ingest.ContentTypeBatch)
 	return r
 }
@@ -71,7 +71,7 @@ func batchRequest(items ...string) *http.Request {
 // binaryRequest is a binary-mode request with the required ce-* headers,
 // then the given name, value pairs (set raw, as a client may send them).
 func binaryRequest(contentType, body string, headers ...string) *http.Request {
-	r := httptest.NewRequest(http.MethodPost, "/api/events", strings.NewReader(body))
+	r := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/api/events", strings.NewReader(body))
 	r.Header.Set("Content-Type", contentType)
 	for _, kv := range [][2]string{{"ce-specversion", "1.0"}, {"ce-id", "b-1"}, {"ce-source", "/s"}, {"ce-type", "a.b"}} {
 		r.Header.Set(kv[0], kv[1])
@@ -163,7 +163,7 @@ func TestParseBoundsAttributes(t *testing.T) {
 				require.Len(t, req.Events, 1)
 				return
 			}
-			_ = requireParseError(t, tt.r, tt.status, tt.wantPtrs, tt.wantMsgs...)
+			requireParseError(t, tt.r, tt.status, tt.wantPtrs, tt.wantMsgs...)
 		})
 	}
 }
@@ -205,7 +205,7 @@ func TestParseRefusesUndeliverableHeaderValues(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_ = requireParseError(t, tt.r, http.StatusUnprocessableEntity, tt.wantPtrs)
+			requireParseError(t, tt.r, http.StatusUnprocessableEntity, tt.wantPtrs)
 		})
 	}
 	// Valid trace context, tabs and UTF-8 text go through unchanged.
@@ -238,7 +238,7 @@ func TestParseRefusesInvalidUTF8(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_ = requireParseError(t, tt.r, http.StatusBadRequest, tt.wantPtrs, "UTF-8")
+			requireParseError(t, tt.r, http.StatusBadRequest, tt.wantPtrs, "UTF-8")
 		})
 	}
 }
@@ -300,7 +300,7 @@ func TestParseBodyReadFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := httptest.NewRequest(http.MethodPost, "/api/events", &errReader{prefix: `{"specversion":"1.0",`, err: tt.err})
+			r := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/api/events", &errReader{prefix: `{"specversion":"1.0",`, err: tt.err})
 			r.Header.Set("Content-Type", ingest.ContentTypeStructured)
 			_, err := ingest.Parse(r, ingest.Limits{})
 			var ie *ingest.Error

@@ -82,7 +82,7 @@ func NewCleanup(cfg CleanupConfig) *Cleanup {
 	cfg.JobRetention = orDefault(cfg.JobRetention, JobRetentionDefault)
 	cfg.EventRetention = orDefault(cfg.EventRetention, EventRetentionDefault)
 	cfg.Interval = orDefault(cfg.Interval, CleanupIntervalDefault)
-	cfg.BatchSize = orDefaultInt(cfg.BatchSize, BatchSizeDefault)
+	cfg.BatchSize = orBatchSize(cfg.BatchSize)
 	cfg.Logger = orLogger(cfg.Logger).With("component", "cleanup_poller")
 	cfg.NowFunc = orNow(cfg.NowFunc)
 	return &Cleanup{cfg: cfg}

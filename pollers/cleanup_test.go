@@ -166,7 +166,7 @@ func TestCleanupRetentionsAndBatches(t *testing.T) {
 			var reported []string
 			c := NewCleanup(CleanupConfig{
 				Store: f.st, JobRetention: tc.jobRet, EventRetention: tc.eventRet, BatchSize: tc.batch,
-				NowFunc: func() time.Time { return f.now }, OnDeleteFunc: func(kind string, n int) { reported = append(reported, kind) },
+				NowFunc: func() time.Time { return f.now }, OnDeleteFunc: func(kind string, _ int) { reported = append(reported, kind) },
 			})
 			for round := range tc.wantJobs {
 				jobs, events, err := c.RunOnce(f.ctx)

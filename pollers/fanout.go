@@ -58,7 +58,7 @@ type FanOut struct {
 func NewFanOut(cfg FanOutConfig) *FanOut {
 	cfg.Interval = orDefault(cfg.Interval, FanOutIntervalDefault)
 	cfg.Grace = orDefault(cfg.Grace, FanOutGraceDefault)
-	cfg.BatchSize = orDefaultInt(cfg.BatchSize, BatchSizeDefault)
+	cfg.BatchSize = orBatchSize(cfg.BatchSize)
 	cfg.Logger = orLogger(cfg.Logger).With("component", "fanout_poller")
 	cfg.NowFunc = orNow(cfg.NowFunc)
 	return &FanOut{cfg: cfg}

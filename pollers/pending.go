@@ -43,7 +43,7 @@ type Pending struct {
 // NewPending returns the pending poller.
 func NewPending(cfg PendingConfig) *Pending {
 	cfg.Interval = orDefault(cfg.Interval, PendingIntervalDefault)
-	cfg.BatchSize = orDefaultInt(cfg.BatchSize, BatchSizeDefault)
+	cfg.BatchSize = orBatchSize(cfg.BatchSize)
 	cfg.Logger = orLogger(cfg.Logger).With("component", "pending_poller")
 	return &Pending{cfg: cfg}
 }
@@ -85,9 +85,10 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-func orDefaultInt(n, def int) int {
+// orBatchSize is n, or BatchSizeDefault when n is not positive.
+func orBatchSize(n int) int {
 	if n <= 0 {
-		return def
+		return BatchSizeDefault
 	}
 	return n
 }

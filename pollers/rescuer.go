@@ -62,7 +62,7 @@ func NewRescuer(cfg RescuerConfig) *Rescuer {
 	cfg.StaleInterval = orDefault(cfg.StaleInterval, StaleIntervalDefault)
 	cfg.StaleQueuedAfter = orDefault(cfg.StaleQueuedAfter, StaleQueuedAfterDefault)
 	cfg.LeaseInterval = orDefault(cfg.LeaseInterval, LeaseIntervalDefault)
-	cfg.BatchSize = orDefaultInt(cfg.BatchSize, BatchSizeDefault)
+	cfg.BatchSize = orBatchSize(cfg.BatchSize)
 	cfg.Logger = orLogger(cfg.Logger).With("component", "rescuer")
 	cfg.NowFunc = orNow(cfg.NowFunc)
 	return &Rescuer{cfg: cfg}

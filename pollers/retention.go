@@ -45,7 +45,7 @@ type Retention struct {
 func NewRetention(cfg RetentionConfig) *Retention {
 	cfg.Retention = orDefault(cfg.Retention, RetentionDefault)
 	cfg.Interval = orDefault(cfg.Interval, RetentionIntervalDefault)
-	cfg.BatchSize = orDefaultInt(cfg.BatchSize, BatchSizeDefault)
+	cfg.BatchSize = orBatchSize(cfg.BatchSize)
 	cfg.Logger = orLogger(cfg.Logger).With("component", "retention_poller")
 	cfg.NowFunc = orNow(cfg.NowFunc)
 	return &Retention{cfg: cfg}

@@ -244,6 +244,8 @@ func (s *Service) claimRound(ctx context.Context, subID string, p ClaimParams) (
 
 // jobEvent returns the event of an EVENT job (nil for a TASK job), cached
 // in seen.
+//
+//nolint:nilnil // a TASK job has no event: nil event, nil error
 func (s *Service) jobEvent(ctx context.Context, j *dispatch.Job, seen map[string]*cloudevent.Event) (*cloudevent.Event, error) {
 	if j.EventID == "" {
 		return nil, nil

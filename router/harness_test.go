@@ -177,7 +177,7 @@ func (g *gw) counts(jobs []*dispatch.Job) (map[dispatch.Status]int, error) {
 }
 
 // waitAll waits until every job has status want.
-func (g *gw) waitAll(jobs []*dispatch.Job, want dispatch.Status, within time.Duration) {
+func (g *gw) waitAll(jobs []*dispatch.Job, want dispatch.Status, within time.Duration) { //nolint:unparam // a general helper; every test so far waits for COMPLETED
 	g.t.Helper()
 	deadline := time.Now().Add(within)
 	// Reading thousands of jobs costs the gateway under test CPU: poll

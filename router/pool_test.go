@@ -38,7 +38,7 @@ func (f *flightRecorder) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-func (g *gw) pool(code string, rate *float64, burst, concurrency int) *dispatch.Pool {
+func (g *gw) pool(code string, rate *float64, burst, concurrency int) *dispatch.Pool { //nolint:unparam // the pool definition in full; the tests so far use burst 1
 	g.t.Helper()
 	now := time.Now().UTC()
 	p := &dispatch.Pool{

@@ -18,15 +18,15 @@ import (
 // first attempt leads to (API.md §6). The backoff is long (initial 100 s) so
 // a retried job stays PENDING for the check, except where Retry-After
 // raises or the cap bounds it.
-func TestRetryClasses(t *testing.T) {
+func TestRetryClasses(t *testing.T) { //nolint:tparallel // see the loop: the subtests share one gateway
 	t.Parallel()
-	refused, err := net.Listen("tcp", "127.0.0.1:0")
+	refused, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	refusedURL := "http://" + refused.Addr().String()
 	require.NoError(t, refused.Close())
 
 	var redirectHit atomic.Int32
-	redirectTarget := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	redirectTarget := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		redirectHit.Add(1)
 	}))
 	t.Cleanup(redirectTarget.Close)
@@ -84,7 +84,7 @@ func TestRetryClasses(t *testing.T) {
 		{
 			name: "timeout retried", want: dispatch.StatusPending, timeout: 1, minWait: 50 * time.Second, maxWait: 100 * time.Second,
 			errContains: "deadline exceeded",
-			handler: func(w http.ResponseWriter, r *http.Request) {
+			handler: func(_ http.ResponseWriter, r *http.Request) {
 				select {
 				case <-hang:
 				case <-r.Context().Done():
@@ -140,6 +140,7 @@ func TestRetryClasses(t *testing.T) {
 		close(hang)
 		g.stop()
 	})
+	//nolint:paralleltest // the subtests only read the jobs of one shared gateway, whose cleanup must wait for all of them
 	for _, c := range cases {
 		tt := tests[c.i]
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,9 +32,9 @@ const (
 	// comes back sooner when the pool's held work drains sooner (see
 	// Pool.DrainEstimate).
 	PoolBusyDelayDefault = time.Second
-	// poolBusyDelayMin is the shortest such wait: shorter would have routers
+	// poolBusyDelayFloor is the shortest such wait: shorter would have routers
 	// ask the queue for messages they still cannot start.
-	poolBusyDelayMin = 20 * time.Millisecond
+	poolBusyDelayFloor = 20 * time.Millisecond
 )
 
 // Store is what the router reads of the store. It never writes a job: the
@@ -395,7 +395,7 @@ func (r *Router) process(ctx, runCtx context.Context, jobID string, busyWait *ti
 	// keeps work waiting for its slots here, so a slot that frees never
 	// waits on the queue.
 	if !pool.TryHold(r.poolShare) {
-		*busyWait = pool.DrainEstimate(poolBusyDelayMin, r.cfg.PoolBusyDelay)
+		*busyWait = pool.DrainEstimate(poolBusyDelayFloor, r.cfg.PoolBusyDelay)
 		return putBack, nil
 	}
 	defer pool.Unhold()

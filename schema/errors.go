@@ -19,7 +19,7 @@ func (e *NotFoundError) Unwrap() error { return store.ErrNotFound }
 // move the version lifecycle forbids, a bound type, or a write that kept
 // racing with other writers. Detail says which, for a person. It wraps
 // store.ErrConflict, so errors.Is(err, store.ErrConflict) holds.
-type Conflict struct {
+type Conflict struct { //nolint:errname // read as schema.Conflict, answered as 409; the name says what it is
 	Detail string
 }
 

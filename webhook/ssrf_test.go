@@ -116,7 +116,7 @@ func TestDialerRefusesPrivateAtConnect(t *testing.T) {
 func TestMediatorRefusesPrivateTarget(t *testing.T) {
 	t.Parallel()
 	hit := make(chan struct{}, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		hit <- struct{}{}
 	}))
 	t.Cleanup(srv.Close)
@@ -140,7 +140,7 @@ func TestMediatorRefusesPrivateTarget(t *testing.T) {
 // with ip and every other query with no answer. It returns its address.
 func startDNS(t *testing.T, ip netip.Addr) string {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	pc, err := new(net.ListenConfig).ListenPacket(t.Context(), "udp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan struct{})
 	t.Cleanup(func() {

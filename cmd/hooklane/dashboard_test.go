@@ -277,7 +277,9 @@ func promQLSelectors(expr string) []promSelector {
 		case c == '[':
 			i = closing(i, '[', ']')
 		case c == '$': // a Grafana variable or macro
-			for i++; i < len(expr) && (isIdent(expr[i]) || expr[i] == '{' || expr[i] == '}'); i++ {
+			i++
+			for i < len(expr) && (isIdent(expr[i]) || expr[i] == '{' || expr[i] == '}') {
+				i++
 			}
 		case c >= '0' && c <= '9' || (c == '.' && i+1 < len(expr) && expr[i+1] >= '0' && expr[i+1] <= '9'):
 			for i < len(expr) && (isIdent(expr[i]) || expr[i] == '.') {

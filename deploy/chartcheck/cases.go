@@ -60,48 +60,68 @@ func cases() []valueSet {
 	return []valueSet{
 		{name: "defaults alone", bare: true, wantErr: "API keys are required"},
 		{name: "split (defaults + required values)", want: splitObjects},
-		{name: "split, Prometheus operator present", apiVersions: []string{prometheusOperatorAPI},
-			want: with("ServiceMonitor/hl-hooklane")},
-		{name: "split, ServiceMonitor off despite the operator", apiVersions: []string{prometheusOperatorAPI},
-			values: "serviceMonitor: {enabled: false}", want: splitObjects},
-		{name: "split, ServiceMonitor forced, no operator", values: "serviceMonitor: {enabled: true, labels: {release: kube-prometheus-stack}}",
-			want: with("ServiceMonitor/hl-hooklane")},
+		{
+			name: "split, Prometheus operator present", apiVersions: []string{prometheusOperatorAPI},
+			want: with("ServiceMonitor/hl-hooklane"),
+		},
+		{
+			name: "split, ServiceMonitor off despite the operator", apiVersions: []string{prometheusOperatorAPI},
+			values: "serviceMonitor: {enabled: false}", want: splitObjects,
+		},
+		{
+			name: "split, ServiceMonitor forced, no operator", values: "serviceMonitor: {enabled: true, labels: {release: kube-prometheus-stack}}",
+			want: with("ServiceMonitor/hl-hooklane"),
+		},
 		{name: "split, HPA and PDB off", values: `
 api: {autoscaling: {enabled: false}, podDisruptionBudget: {enabled: false}, replicaCount: 3}
 router: {autoscaling: {enabled: false}, podDisruptionBudget: {enabled: false}}
 pollers: {podDisruptionBudget: {enabled: false}}
-`, want: []string{"ServiceAccount/hl-hooklane", "Secret/hl-hooklane", "Service/hl-hooklane", "Service/hl-hooklane-metrics",
-			"Deployment/hl-hooklane-api", "Deployment/hl-hooklane-router", "Deployment/hl-hooklane-pollers"}},
+`, want: []string{
+			"ServiceAccount/hl-hooklane", "Secret/hl-hooklane", "Service/hl-hooklane", "Service/hl-hooklane-metrics",
+			"Deployment/hl-hooklane-api", "Deployment/hl-hooklane-router", "Deployment/hl-hooklane-pollers",
+		}},
 		{name: "combined (one Deployment, every role)", values: `
 topology: combined
 combined: {replicaCount: 3}
-`, want: []string{"ServiceAccount/hl-hooklane", "Secret/hl-hooklane", "Service/hl-hooklane", "Service/hl-hooklane-metrics",
-			"Deployment/hl-hooklane-combined", "PodDisruptionBudget/hl-hooklane-combined"}},
+`, want: []string{
+			"ServiceAccount/hl-hooklane", "Secret/hl-hooklane", "Service/hl-hooklane", "Service/hl-hooklane-metrics",
+			"Deployment/hl-hooklane-combined", "PodDisruptionBudget/hl-hooklane-combined",
+		}},
 		{name: "combined, autoscaled", values: `
 topology: combined
 combined: {autoscaling: {enabled: true, minReplicas: 2, maxReplicas: 6}}
-`, want: []string{"ServiceAccount/hl-hooklane", "Secret/hl-hooklane", "Service/hl-hooklane", "Service/hl-hooklane-metrics",
-			"Deployment/hl-hooklane-combined", "HorizontalPodAutoscaler/hl-hooklane-combined", "PodDisruptionBudget/hl-hooklane-combined"}},
-		{name: "split, every option", apiVersions: []string{prometheusOperatorAPI}, values: everyOption,
+`, want: []string{
+			"ServiceAccount/hl-hooklane", "Secret/hl-hooklane", "Service/hl-hooklane", "Service/hl-hooklane-metrics",
+			"Deployment/hl-hooklane-combined", "HorizontalPodAutoscaler/hl-hooklane-combined", "PodDisruptionBudget/hl-hooklane-combined",
+		}},
+		{
+			name: "split, every option", apiVersions: []string{prometheusOperatorAPI}, values: everyOption,
 			want:     with("ServiceMonitor/hl-hooklane"),
-			external: []string{"Secret/hooklane-keys", "Secret/hooklane-mongo", "Secret/hooklane-aws"}},
-		{name: "existing secrets only, existing service account", values: `
+			external: []string{"Secret/hooklane-keys", "Secret/hooklane-mongo", "Secret/hooklane-aws"},
+		},
+		{
+			name: "existing secrets only, existing service account", values: `
 apiKeys: {entries: [], existingSecret: hooklane-keys, existingSecretKey: keys}
 mongodb: {uri: "", existingSecret: hooklane-mongo}
 encryptionKey: {existingSecret: hooklane-crypto}
 serviceAccount: {create: false, name: hooklane}
-`, want: []string{"Service/hl-hooklane", "Service/hl-hooklane-metrics",
-			"Deployment/hl-hooklane-api", "Deployment/hl-hooklane-router", "Deployment/hl-hooklane-pollers",
-			"HorizontalPodAutoscaler/hl-hooklane-api", "HorizontalPodAutoscaler/hl-hooklane-router",
-			"PodDisruptionBudget/hl-hooklane-api", "PodDisruptionBudget/hl-hooklane-router", "PodDisruptionBudget/hl-hooklane-pollers"},
-			external: []string{"Secret/hooklane-keys", "Secret/hooklane-mongo", "Secret/hooklane-crypto", "ServiceAccount/hooklane"}},
+`, want: []string{
+				"Service/hl-hooklane", "Service/hl-hooklane-metrics",
+				"Deployment/hl-hooklane-api", "Deployment/hl-hooklane-router", "Deployment/hl-hooklane-pollers",
+				"HorizontalPodAutoscaler/hl-hooklane-api", "HorizontalPodAutoscaler/hl-hooklane-router",
+				"PodDisruptionBudget/hl-hooklane-api", "PodDisruptionBudget/hl-hooklane-router", "PodDisruptionBudget/hl-hooklane-pollers",
+			},
+			external: []string{"Secret/hooklane-keys", "Secret/hooklane-mongo", "Secret/hooklane-crypto", "ServiceAccount/hooklane"},
+		},
 		{name: "embedded single-pod trial on a volume", bare: true, values: `
 apiKeys: {entries: ["ops:admin:3b7f0c1d9e8a4f2b6c5d7e9f1a2b3c4d"]}
 topology: combined
 embedded: {enabled: true, persistence: {enabled: true, size: 2Gi}}
 combined: {replicaCount: 1}
-`, want: []string{"ServiceAccount/hl-hooklane", "Secret/hl-hooklane", "Service/hl-hooklane", "Service/hl-hooklane-metrics",
-			"Deployment/hl-hooklane-combined", "PodDisruptionBudget/hl-hooklane-combined", "PersistentVolumeClaim/hl-hooklane-data"}},
+`, want: []string{
+			"ServiceAccount/hl-hooklane", "Secret/hl-hooklane", "Service/hl-hooklane", "Service/hl-hooklane-metrics",
+			"Deployment/hl-hooklane-combined", "PodDisruptionBudget/hl-hooklane-combined", "PersistentVolumeClaim/hl-hooklane-data",
+		}},
 
 		// Values the chart must refuse.
 		{name: "refused: no MongoDB", values: `mongodb: {uri: ""}`, wantErr: "MongoDB is required"},

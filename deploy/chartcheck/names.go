@@ -126,8 +126,10 @@ func otelNameSet() map[string]bool {
 		m[n] = true
 	}
 	for _, signal := range []string{"", "TRACES_"} {
-		for _, s := range []string{"ENDPOINT", "HEADERS", "PROTOCOL", "TIMEOUT", "COMPRESSION", "INSECURE",
-			"CERTIFICATE", "CLIENT_KEY", "CLIENT_CERTIFICATE"} {
+		for _, s := range []string{
+			"ENDPOINT", "HEADERS", "PROTOCOL", "TIMEOUT", "COMPRESSION", "INSECURE",
+			"CERTIFICATE", "CLIENT_KEY", "CLIENT_CERTIFICATE",
+		} {
 			m["OTEL_EXPORTER_OTLP_"+signal+s] = true
 		}
 	}
