@@ -75,7 +75,10 @@ func (p *Pending) round(ctx context.Context) (int, bool, error) {
 	if err != nil {
 		return queued, false, fmt.Errorf("queue due jobs: %w", err)
 	}
-	return queued, listed == p.cfg.BatchSize, nil
+	// Another round at once only when this one moved jobs: a full list
+	// whose moves were all refused (another instance's, or a store's write
+	// guards) would otherwise be listed again and again without pause.
+	return queued, queued > 0 && listed == p.cfg.BatchSize, nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {
