@@ -28,7 +28,7 @@ import (
 	"time"
 )
 
-// MaxBatch is the largest number of entries one SendBatch call or one
+// MaxBatch is the largest number of entries one SendBatch, DeleteBatch or
 // Receive call handles, the SQS limit.
 const MaxBatch = 10
 
@@ -104,6 +104,13 @@ type Queue interface {
 	Receive(ctx context.Context, p ReceiveParams) ([]Message, error)
 	// Delete removes a received message for good.
 	Delete(ctx context.Context, receiptHandle string) error
+	// DeleteBatch removes up to MaxBatch received messages for good, as
+	// Delete does each of them, in one call. The returned error is non-nil
+	// only when the whole call failed (nothing is known to be deleted);
+	// per-entry failures, ErrInvalidReceipt among them, are reported in the
+	// results, which match receiptHandles one to one (nil: deleted). An
+	// empty call does nothing.
+	DeleteBatch(ctx context.Context, receiptHandles []string) ([]error, error)
 	// ChangeVisibility sets the remaining invisibility of a received message
 	// to d from now; d = 0 makes it receivable at once.
 	ChangeVisibility(ctx context.Context, receiptHandle string, d time.Duration) error
