@@ -20,6 +20,10 @@
 //     window is accepted but not enqueued again.
 //   - All methods are safe for concurrent use. Cancelling ctx aborts a call;
 //     a cancelled Receive returns what it has (possibly nothing) and ctx.Err().
+//
+// [Batcher] wraps a Queue so that concurrent callers' sends and deletes
+// share batch calls (with SQS: one API call, one round trip, for up to
+// MaxBatch entries); the gateway puts it in front of SQS.
 package queue
 
 import (
