@@ -84,6 +84,11 @@ type Config struct {
 	Soak       time.Duration
 	SoakRate   float64
 	SoakSample time.Duration
+	// RoundTrips, when set, returns the gateway's round trips to its
+	// backends so far, by "backend:operation" (cumulative counts, safe for
+	// concurrent use); every phase then reports them per delivered event
+	// (Cost.RoundTrips). An in-process gateway on MongoDB and SQS sets it.
+	RoundTrips func() map[string]int64
 	// Logger receives progress lines.
 	Logger *slog.Logger
 	// NowFunc is the clock; time.Now when nil.

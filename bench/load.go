@@ -254,7 +254,7 @@ func ingestPhase(ctx context.Context, r *runner, f *eventFactory, batch, conns i
 	tr := newTracker(f.prefix, cfg.NowFunc(), 0, 1)
 	r.recv.track(tr)
 	defer r.recv.track(nil)
-	before := sampleCost()
+	before := r.sampleCost()
 	res, err := closedLoop(ctx, closedLoopSpec{
 		url: r.gw.base + "/api/events", apiKey: r.gw.apiKey, conns: conns, perRequest: int64(batch),
 		duration: cfg.Duration, now: cfg.NowFunc,
@@ -270,7 +270,7 @@ func ingestPhase(ctx context.Context, r *runner, f *eventFactory, batch, conns i
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("drain ingest: %w", err)
 	}
-	cost := sampleCost().since(before)
+	cost := r.costSince(ctx, before)
 	st := tr.stats()
 	out := IngestResult{
 		Batch: batch, Connections: conns, Requests: res.ok, Errors: res.failed, Events: accepted,
@@ -295,7 +295,7 @@ func latencyPhase(ctx context.Context, r *runner, f *eventFactory, rate float64,
 	tr := newTracker(f.prefix, start, interval, 1)
 	r.recv.track(tr)
 	defer r.recv.track(nil)
-	before := sampleCost()
+	before := r.sampleCost()
 	ok, failed, err := openLoop(ctx, r.gw.base+"/api/events", r.gw.apiKey, cfg.OpenLoopConnections, n, start, interval,
 		cfg.NowFunc, func(seq int64) []byte { return f.body(seq, 1) })
 	if err != nil {
@@ -305,7 +305,7 @@ func latencyPhase(ctx context.Context, r *runner, f *eventFactory, rate float64,
 	if err != nil {
 		return LatencyResult{}, fmt.Errorf("drain latency phase: %w", err)
 	}
-	cost := sampleCost().since(before)
+	cost := r.costSince(ctx, before)
 	st := tr.stats()
 	lat := tr.latencies()
 	out := LatencyResult{

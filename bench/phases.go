@@ -124,7 +124,7 @@ func (r *runner) fanOut(ctx context.Context) error {
 	r.recv.track(tr)
 	defer r.recv.track(nil)
 	r.cfg.Logger.Info("fan-out", "subscriptions", fan, "connections", conns)
-	before := sampleCost()
+	before := r.sampleCost()
 	res, err := closedLoop(ctx, closedLoopSpec{
 		url: r.gw.base + "/api/events", apiKey: r.gw.apiKey, conns: conns, perRequest: 1,
 		duration: r.cfg.Duration, now: r.cfg.NowFunc,
@@ -139,7 +139,7 @@ func (r *runner) fanOut(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("drain fan-out: %w", err)
 	}
-	cost := sampleCost().since(before)
+	cost := r.costSince(ctx, before)
 	st := tr.stats()
 	out := &FanOutResult{
 		Subscriptions: r.cfg.FanOut, Connections: conns, Events: res.ok, Errors: res.failed, EventsPerSec: res.rate(),
@@ -213,7 +213,7 @@ func (r *runner) matching(ctx context.Context) error {
 		f := r.nextFactory().withType(MatchEventType)
 		tr := newTracker(f.prefix, r.cfg.NowFunc(), 0, 1)
 		r.recv.track(tr)
-		before := sampleCost()
+		before := r.sampleCost()
 		res, err := closedLoop(ctx, closedLoopSpec{
 			url: r.gw.base + "/api/events", apiKey: r.gw.apiKey, conns: conns, perRequest: 1,
 			duration: r.cfg.MatchDuration, now: r.cfg.NowFunc,
@@ -230,7 +230,7 @@ func (r *runner) matching(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("drain matching at %d: %w", size, err)
 		}
-		cost := sampleCost().since(before)
+		cost := r.costSince(ctx, before)
 		st := tr.stats()
 		m := MatchResult{
 			Subscriptions: size, SetupSeconds: setup.Seconds(), Events: res.ok, Errors: res.failed, EventsPerSec: res.rate(),

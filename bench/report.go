@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"runtime"
@@ -62,6 +64,11 @@ type CeilingResult struct {
 type Cost struct {
 	CPUSeconds     float64 `json:"cpuSecondsPer1k"`
 	AllocatedBytes float64 `json:"allocatedBytesPer1k"`
+	// RoundTrips are the gateway's round trips to its backends per
+	// delivered event (per webhook in fan-out), by "backend:operation"
+	// (e.g. "mongo:find", "sqs:ReceiveMessage"), when Config.RoundTrips
+	// is set. Background work (pollers, idle long polls) counts too.
+	RoundTrips map[string]float64 `json:"roundTripsPerEvent,omitempty"`
 }
 
 // IngestResult is one closed-loop ingest phase and the deliveries it caused.
@@ -266,18 +273,56 @@ func percentile(d []time.Duration, p float64) time.Duration {
 type costSample struct {
 	cpu   time.Duration
 	alloc uint64
+	// roundTrips are cumulative counts (Config.RoundTrips), nil without.
+	roundTrips map[string]int64
 }
 
-func sampleCost() costSample {
+// roundTripSettle is how long the closing sample of a phase waits before
+// it reads the round-trip counts: a webhook arrives before the gateway
+// records its outcome and deletes its message, so the last deliveries'
+// writes and deletes (a batched delete lingers a few ms) land just after
+// the last arrival.
+const roundTripSettle = 250 * time.Millisecond
+
+// sampleCost reads the process's CPU time and allocations, and the
+// gateway's round trips when counted.
+func (r *runner) sampleCost() costSample {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return costSample{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), alloc: ms.TotalAlloc}
+	c := costSample{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), alloc: ms.TotalAlloc}
+	if r.cfg.RoundTrips != nil {
+		c.roundTrips = r.cfg.RoundTrips()
+	}
+	return c
+}
+
+// costSince is the cost since before. With round trips counted it reads
+// CPU and allocations at once, then the counts after roundTripSettle.
+func (r *runner) costSince(ctx context.Context, before costSample) costSample {
+	after := r.sampleCost()
+	if r.cfg.RoundTrips != nil {
+		select {
+		case <-time.After(roundTripSettle):
+		case <-ctx.Done():
+		}
+		after.roundTrips = r.cfg.RoundTrips()
+	}
+	return after.since(before)
 }
 
 func (c costSample) since(before costSample) costSample {
-	return costSample{cpu: c.cpu - before.cpu, alloc: c.alloc - before.alloc}
+	out := costSample{cpu: c.cpu - before.cpu, alloc: c.alloc - before.alloc}
+	if c.roundTrips != nil {
+		out.roundTrips = make(map[string]int64, len(c.roundTrips))
+		for k, v := range c.roundTrips {
+			if d := v - before.roundTrips[k]; d != 0 {
+				out.roundTrips[k] = d
+			}
+		}
+	}
+	return out
 }
 
 func (c costSample) per1k(events int64) Cost {
@@ -285,7 +330,25 @@ func (c costSample) per1k(events int64) Cost {
 		return Cost{}
 	}
 	k := float64(events) / 1000
-	return Cost{CPUSeconds: c.cpu.Seconds() / k, AllocatedBytes: float64(c.alloc) / k}
+	out := Cost{CPUSeconds: c.cpu.Seconds() / k, AllocatedBytes: float64(c.alloc) / k}
+	if c.roundTrips != nil {
+		out.RoundTrips = make(map[string]float64, len(c.roundTrips))
+		for op, n := range c.roundTrips {
+			out.RoundTrips[op] = float64(n) / float64(events)
+		}
+	}
+	return out
+}
+
+// RoundTripTotals sums the round trips per event by backend (the part of
+// each key before the colon: "mongo", "sqs").
+func (c Cost) RoundTripTotals() map[string]float64 {
+	out := make(map[string]float64, 2)
+	for k, v := range c.RoundTrips {
+		backend, _, _ := strings.Cut(k, ":")
+		out[backend] += v
+	}
+	return out
 }
 
 // peakRSS is the process's peak resident set in bytes (Linux reports KiB).
@@ -363,6 +426,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			s.Load.P99Ms, s.FirstMiB, s.LastMiB, s.MaxMiB, s.SlopeMiBPerMin)
 		p("\n")
 	}
+	r.writeRoundTrips(p)
 	p("peak RSS\t%.0f MiB\t\n", float64(r.PeakRSSBytes)/(1<<20))
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
@@ -417,4 +481,52 @@ func (r *Report) Problems() []string {
 		out = append(out, fmt.Sprintf("soak: %d of %d accepted, %d errors, %d delivered", s.Load.Accepted, s.Load.Scheduled, s.Load.Errors, s.Load.Delivered))
 	}
 	return out
+}
+
+// writeRoundTrips writes, for every phase with counted round trips, the
+// round trips per delivered event by backend and operation.
+func (r *Report) writeRoundTrips(p func(format string, a ...any)) {
+	type row struct {
+		phase string
+		cost  Cost
+	}
+	var rows []row
+	for _, i := range r.Ingest {
+		rows = append(rows, row{fmt.Sprintf("ingest batch %d conns %d", i.Batch, i.Connections), i.Cost})
+	}
+	for _, l := range r.Latency {
+		rows = append(rows, row{fmt.Sprintf("open loop %.0f/s", l.OfferedPerSec), l.Cost})
+	}
+	if f := r.FanOut; f != nil {
+		rows = append(rows, row{fmt.Sprintf("fan-out %d subs (per webhook)", f.Subscriptions), f.Cost})
+	}
+	for _, m := range r.Matching {
+		rows = append(rows, row{fmt.Sprintf("matching %d subs", m.Subscriptions), m.Cost})
+	}
+	if s := r.Soak; s != nil {
+		rows = append(rows, row{"soak", s.Load.Cost})
+	}
+	header := false
+	for _, rw := range rows {
+		if rw.cost.RoundTrips == nil {
+			continue
+		}
+		if !header {
+			p("round trips per delivered event\tbackend\ttotal\tby operation\t\n")
+			header = true
+		}
+		totals := rw.cost.RoundTripTotals()
+		for _, backend := range slices.Sorted(maps.Keys(totals)) {
+			var ops []string
+			for _, k := range slices.Sorted(maps.Keys(rw.cost.RoundTrips)) {
+				if b, op, _ := strings.Cut(k, ":"); b == backend {
+					ops = append(ops, fmt.Sprintf("%s %.2f", op, rw.cost.RoundTrips[k]))
+				}
+			}
+			p("%s\t%s\t%.2f\t%s\t\n", rw.phase, backend, totals[backend], strings.Join(ops, ", "))
+		}
+	}
+	if header {
+		p("\n")
+	}
 }

@@ -143,10 +143,11 @@ func TestStreamClientsGauge(t *testing.T) {
 type fakeQueue struct {
 	queue.Queue
 
-	sendErr    error
-	entryErrs  int
-	receiveErr error
-	deleteErr  error
+	sendErr        error
+	entryErrs      int
+	receiveErr     error
+	deleteErr      error
+	deleteEntryErr error
 }
 
 func (f *fakeQueue) SendBatch(_ context.Context, msgs []queue.OutMessage) ([]queue.SendResult, error) {
@@ -165,6 +166,19 @@ func (f *fakeQueue) Receive(context.Context, queue.ReceiveParams) ([]queue.Messa
 }
 
 func (f *fakeQueue) Delete(context.Context, string) error { return f.deleteErr }
+
+// DeleteBatch fails the whole call with deleteErr, or each entry with
+// deleteEntryErr.
+func (f *fakeQueue) DeleteBatch(_ context.Context, handles []string) ([]error, error) {
+	if f.deleteErr != nil {
+		return nil, f.deleteErr
+	}
+	out := make([]error, len(handles))
+	for i := range out {
+		out[i] = f.deleteEntryErr
+	}
+	return out, nil
+}
 
 func TestInstrumentedQueueCountsFailures(t *testing.T) {
 	t.Parallel()
@@ -194,6 +208,17 @@ func TestInstrumentedQueueCountsFailures(t *testing.T) {
 	fq.deleteErr = errors.New("down")
 	require.Error(t, q.Delete(ctx, "r"))
 	require.InDelta(t, 1, value(t, m, "hooklane_queue_errors_total", "operation", "delete"), 0)
+
+	// A batch: a failed call counts every handle, expired receipts never.
+	_, err = q.DeleteBatch(ctx, []string{"a", "b", "c"})
+	require.Error(t, err)
+	fq.deleteErr, fq.deleteEntryErr = nil, queue.ErrInvalidReceipt
+	_, err = q.DeleteBatch(ctx, []string{"a", "b"})
+	require.NoError(t, err)
+	fq.deleteEntryErr = errors.New("internal")
+	_, err = q.DeleteBatch(ctx, []string{"a", "b"})
+	require.NoError(t, err)
+	require.InDelta(t, 6, value(t, m, "hooklane_queue_errors_total", "operation", "delete"), 0)
 }
 
 func TestPollerMoves(t *testing.T) {

@@ -55,3 +55,23 @@ func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
 	}
 	return err
 }
+
+// DeleteBatch deletes messages; a failed call counts every handle, a
+// partial failure the failed entries other than expired receipts.
+func (q *Queue) DeleteBatch(ctx context.Context, receiptHandles []string) ([]error, error) {
+	res, err := q.Queue.DeleteBatch(ctx, receiptHandles)
+	if err != nil {
+		if ctx.Err() == nil {
+			q.m.ObserveQueueError("delete", len(receiptHandles))
+		}
+		return res, err
+	}
+	failed := 0
+	for _, e := range res {
+		if e != nil && !errors.Is(e, queue.ErrInvalidReceipt) {
+			failed++
+		}
+	}
+	q.m.ObserveQueueError("delete", failed)
+	return res, nil
+}

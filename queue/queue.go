@@ -20,6 +20,10 @@
 //     window is accepted but not enqueued again.
 //   - All methods are safe for concurrent use. Cancelling ctx aborts a call;
 //     a cancelled Receive returns what it has (possibly nothing) and ctx.Err().
+//
+// [Batcher] wraps a Queue so that concurrent callers' sends and deletes
+// share batch calls (with SQS: one API call, one round trip, for up to
+// MaxBatch entries); the gateway puts it in front of SQS.
 package queue
 
 import (
@@ -28,7 +32,7 @@ import (
 	"time"
 )
 
-// MaxBatch is the largest number of entries one SendBatch call or one
+// MaxBatch is the largest number of entries one SendBatch, DeleteBatch or
 // Receive call handles, the SQS limit.
 const MaxBatch = 10
 
@@ -104,6 +108,13 @@ type Queue interface {
 	Receive(ctx context.Context, p ReceiveParams) ([]Message, error)
 	// Delete removes a received message for good.
 	Delete(ctx context.Context, receiptHandle string) error
+	// DeleteBatch removes up to MaxBatch received messages for good, as
+	// Delete does each of them, in one call. The returned error is non-nil
+	// only when the whole call failed (nothing is known to be deleted);
+	// per-entry failures, ErrInvalidReceipt among them, are reported in the
+	// results, which match receiptHandles one to one (nil: deleted). An
+	// empty call does nothing.
+	DeleteBatch(ctx context.Context, receiptHandles []string) ([]error, error)
 	// ChangeVisibility sets the remaining invisibility of a received message
 	// to d from now; d = 0 makes it receivable at once.
 	ChangeVisibility(ctx context.Context, receiptHandle string, d time.Duration) error

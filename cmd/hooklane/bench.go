@@ -108,6 +108,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.BaseURL, cfg.APIKey = *url, *apiKey
 	if cfg.BaseURL == "" {
 		var gw []string
+		var rt *roundTrips
 		switch *mode {
 		case "embedded":
 		case "mongo-sqs":
@@ -119,10 +120,13 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				"--mongo-uri", *mongoURI, "--mongo-database", db,
 				"--sqs-endpoint", *sqsEndpoint, "--sqs-queue-url", *sqsQueueURL, "--sqs-region", *sqsRegion,
 			}
+			// Count the MongoDB commands and SQS requests per delivered event.
+			rt = &roundTrips{}
+			cfg.RoundTrips = rt.snapshot
 		default:
 			return fmt.Errorf("bench: unknown --mode %q (embedded or mongo-sqs)", *mode)
 		}
-		base, stop, err := startBenchGateway(ctx, logw, gw)
+		base, stop, err := startBenchGateway(ctx, logw, gw, rt)
 		if err != nil {
 			return err
 		}
@@ -185,8 +189,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // startBenchGateway runs the gateway in-process on 127.0.0.1:0 with a temp
-// data dir and the extra flags; stop ends it and removes the data dir.
-func startBenchGateway(ctx context.Context, logw io.Writer, extra []string) (string, func() error, error) {
+// data dir and the extra flags, its round trips counted by rt when not nil;
+// stop ends it and removes the data dir.
+func startBenchGateway(ctx context.Context, logw io.Writer, extra []string, rt *roundTrips) (string, func() error, error) {
 	dir, err := os.MkdirTemp("", "hooklane-bench-")
 	if err != nil {
 		return "", nil, fmt.Errorf("create data dir: %w", err)
@@ -197,6 +202,7 @@ func startBenchGateway(ctx context.Context, logw io.Writer, extra []string) (str
 		_ = os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("configure gateway: %w", err)
 	}
+	cfg.roundTrips = rt
 	gctx, cancel := context.WithCancel(ctx)
 	addr := make(chan string, 1)
 	done := make(chan error, 1)

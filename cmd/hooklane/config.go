@@ -112,6 +112,9 @@ type Config struct {
 	keys *api.KeySet
 	// trustedProxies is TrustedProxies parsed, set by validate.
 	trustedProxies []netip.Prefix
+	// roundTrips, when set (by `hooklane bench --mode mongo-sqs`), counts
+	// the MongoDB commands and SQS requests of the process.
+	roundTrips *roundTrips
 }
 
 // setting is one configuration knob: its flag, its environment variable,

@@ -44,7 +44,10 @@ type Store interface {
 // openStore opens MongoDB when configured, else the embedded SQLite store.
 func openStore(ctx context.Context, cfg *Config, logger *slog.Logger) (Store, error) { //nolint:ireturn // wiring: the configuration picks the adapter behind the port
 	if cfg.MongoURI != "" {
-		s, err := mongostore.Open(ctx, mongostore.Config{URI: cfg.MongoURI, Database: cfg.MongoDatabase, Logger: logger})
+		s, err := mongostore.Open(ctx, mongostore.Config{
+			URI: cfg.MongoURI, Database: cfg.MongoDatabase, Logger: logger,
+			OnCommandFunc: cfg.roundTrips.counter("mongo"),
+		})
 		if err != nil {
 			return nil, fmt.Errorf("open mongodb store: %w", err)
 		}
@@ -69,11 +72,18 @@ const embeddedDedupWindow = time.Minute
 // openQueue opens SQS FIFO when configured, else the in-process queue.
 func openQueue(ctx context.Context, cfg *Config, logger *slog.Logger) (queue.Queue, bool, error) { //nolint:ireturn // wiring: the configuration picks the adapter behind the port
 	if cfg.SQSQueueURL != "" {
-		q, err := sqsqueue.New(ctx, sqsqueue.Config{QueueURL: cfg.SQSQueueURL, Endpoint: cfg.SQSEndpoint, Region: cfg.SQSRegion, Logger: logger})
+		q, err := sqsqueue.New(ctx, sqsqueue.Config{
+			QueueURL: cfg.SQSQueueURL, Endpoint: cfg.SQSEndpoint, Region: cfg.SQSRegion, Logger: logger,
+			OnCallFunc: cfg.roundTrips.counter("sqs"),
+		})
 		if err != nil {
 			return nil, false, fmt.Errorf("open sqs queue: %w", err)
 		}
-		return q, false, nil
+		// Concurrent ingest requests share SendMessageBatch calls and
+		// concurrent deliveries share DeleteMessageBatch calls (up to ten
+		// entries, after a 5 ms linger at most): a fraction of the API
+		// calls, each a network round trip and a billed request.
+		return queue.NewBatcher(q, queue.BatcherConfig{}), false, nil
 	}
 	// A minute of deduplication covers every re-send of one queuing the
 	// gateway makes (a producer's retry after 5 s, a lost group head after

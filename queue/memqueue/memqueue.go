@@ -449,9 +449,17 @@ func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if err := q.deleteLocked(receiptHandle); err != nil {
+		return fmt.Errorf("delete message: %w", err)
+	}
+	return nil
+}
+
+// deleteLocked removes the in-flight message of a receipt handle.
+func (q *Queue) deleteLocked(receiptHandle string) error {
 	m, err := q.inFlightLocked(receiptHandle)
 	if err != nil {
-		return fmt.Errorf("delete message: %w", err)
+		return err
 	}
 	heap.Remove(&q.visibility, m.heapIndex)
 	delete(q.inFlight, receiptHandle)
@@ -473,6 +481,32 @@ func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
 		q.free = append(q.free, m)
 	}
 	return nil
+}
+
+// DeleteBatch deletes each message as Delete does, under one lock; the
+// results match receiptHandles one to one.
+func (q *Queue) DeleteBatch(ctx context.Context, receiptHandles []string) ([]error, error) {
+	if len(receiptHandles) > queue.MaxBatch {
+		return nil, fmt.Errorf("delete batch: %d handles, more than %d", len(receiptHandles), queue.MaxBatch)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(receiptHandles) == 0 {
+		return nil, nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return nil, fmt.Errorf("delete batch: %w", queue.ErrClosed)
+	}
+	results := make([]error, len(receiptHandles))
+	for i, h := range receiptHandles {
+		if err := q.deleteLocked(h); err != nil {
+			results[i] = fmt.Errorf("delete message: %w", err)
+		}
+	}
+	return results, nil
 }
 
 // ChangeVisibility sets the remaining invisibility of an in-flight message

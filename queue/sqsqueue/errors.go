@@ -26,17 +26,33 @@ func translate(ctx context.Context, err error, receipt bool) error {
 	switch apiErr.ErrorCode() {
 	case "QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue":
 		return fmt.Errorf("%w: %w", queue.ErrNotFound, err)
+	}
+	if receipt && receiptInvalid(apiErr.ErrorCode(), apiErr.ErrorMessage()) {
+		return fmt.Errorf("%w: %w", queue.ErrInvalidReceipt, err)
+	}
+	return err
+}
+
+// receiptInvalid reports whether an SQS error code and message say that a
+// receipt handle is malformed, stale or spent.
+func receiptInvalid(code, message string) bool {
+	switch code {
 	case "ReceiptHandleIsInvalid", "MessageNotInflight",
 		"InvalidReceiptHandle", "AWS.SimpleQueueService.MessageNotInflight":
-		if receipt {
-			return fmt.Errorf("%w: %w", queue.ErrInvalidReceipt, err)
-		}
+		return true
 	case "InvalidParameterValue":
 		// Real SQS reports an expired handle as "Value ... for parameter
 		// ReceiptHandle is invalid. Reason: The receipt handle has expired."
-		if receipt && strings.Contains(strings.ToLower(apiErr.ErrorMessage()), "receipthandle") {
-			return fmt.Errorf("%w: %w", queue.ErrInvalidReceipt, err)
-		}
+		return strings.Contains(strings.ToLower(message), "receipthandle")
 	}
-	return err
+	return false
+}
+
+// entryReceiptError is the error of one rejected batch entry that takes a
+// receipt handle: queue.ErrInvalidReceipt when the handle was at fault.
+func entryReceiptError(e *EntryError) error {
+	if receiptInvalid(e.Code, e.Message) {
+		return fmt.Errorf("%w: %w", queue.ErrInvalidReceipt, e)
+	}
+	return e
 }

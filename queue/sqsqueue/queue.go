@@ -36,6 +36,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/hooklane/hooklane/queue"
 )
@@ -68,6 +69,11 @@ type Config struct {
 	Client *sqs.Client
 	// Logger receives debug logs; nil discards them.
 	Logger *slog.Logger
+	// OnCallFunc, when set, is called with the operation name
+	// (SendMessageBatch, ReceiveMessage, DeleteMessageBatch, …) of every
+	// HTTP request the queue makes to SQS, retries included, to count round
+	// trips. It must be fast and safe for concurrent use.
+	OnCallFunc func(operation string)
 }
 
 // Queue is a [queue.Queue] on an Amazon SQS FIFO queue. It is safe for
@@ -76,6 +82,8 @@ type Queue struct {
 	client   *sqs.Client
 	queueURL string
 	logger   *slog.Logger
+	// callOpts are applied to every request (the OnCallFunc counter).
+	callOpts []func(*sqs.Options)
 }
 
 // New returns a Queue for cfg. It makes no request; use Ping to check the
@@ -100,7 +108,29 @@ func New(ctx context.Context, cfg Config) (*Queue, error) {
 		client:   client,
 		queueURL: cfg.QueueURL,
 		logger:   logger.With("component", "sqsqueue"),
+		callOpts: countCalls(cfg.OnCallFunc),
 	}, nil
+}
+
+// countCalls returns the request options that call onCall once per HTTP
+// attempt of every operation, or none when onCall is nil. The middleware
+// sits at the end of the finalize step, after the SDK's retry loop, so a
+// retried call counts each of its round trips.
+func countCalls(onCall func(operation string)) []func(*sqs.Options) {
+	if onCall == nil {
+		return nil
+	}
+	mw := middleware.FinalizeMiddlewareFunc("HooklaneCountCalls", func(
+		ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler,
+	) (middleware.FinalizeOutput, middleware.Metadata, error) {
+		onCall(middleware.GetOperationName(ctx))
+		return next.HandleFinalize(ctx, in)
+	})
+	return []func(*sqs.Options){func(o *sqs.Options) {
+		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+			return s.Finalize.Add(mw, middleware.After)
+		})
+	}}
 }
 
 // newClient builds an SQS client from the standard AWS configuration chain.
@@ -152,7 +182,7 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.OutMessage) ([]queue
 	out, err := q.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{
 		QueueUrl: aws.String(q.queueURL),
 		Entries:  entries,
-	})
+	}, q.callOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("send batch: %w", translate(ctx, err, false))
 	}
@@ -188,7 +218,7 @@ func entryIndex(id *string, n int) (int, bool) {
 	return i, err == nil && i >= 0 && i < n
 }
 
-// EntryError is the error of one rejected SendBatch entry.
+// EntryError is the error of one rejected SendBatch or DeleteBatch entry.
 type EntryError struct {
 	// Code is the SQS error code, e.g. InvalidParameterValue.
 	Code string
@@ -201,7 +231,7 @@ type EntryError struct {
 
 // Error returns the code and message.
 func (e *EntryError) Error() string {
-	return "send message: " + e.Code + ": " + e.Message
+	return "batch entry: " + e.Code + ": " + e.Message
 }
 
 // Receive implements [queue.Queue] with one ReceiveMessage call.
@@ -229,7 +259,7 @@ func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Mes
 	if p.Visibility > 0 {
 		in.VisibilityTimeout = ceilSeconds(p.Visibility)
 	}
-	out, err := q.client.ReceiveMessage(ctx, in)
+	out, err := q.client.ReceiveMessage(ctx, in, q.callOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("receive: %w", translate(ctx, err, false))
 	}
@@ -272,11 +302,57 @@ func (q *Queue) Delete(ctx context.Context, receiptHandle string) error {
 	_, err := q.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{
 		QueueUrl:      aws.String(q.queueURL),
 		ReceiptHandle: aws.String(receiptHandle),
-	})
+	}, q.callOpts...)
 	if err != nil {
 		return fmt.Errorf("delete message: %w", translate(ctx, err, true))
 	}
 	return nil
+}
+
+// DeleteBatch implements [queue.Queue] with one DeleteMessageBatch call. An
+// entry SQS rejects for its handle (ReceiptHandleIsInvalid and the like) is
+// queue.ErrInvalidReceipt, an [EntryError] in its chain.
+func (q *Queue) DeleteBatch(ctx context.Context, receiptHandles []string) ([]error, error) {
+	if len(receiptHandles) > queue.MaxBatch {
+		return nil, fmt.Errorf("delete batch: %d handles, more than %d", len(receiptHandles), queue.MaxBatch)
+	}
+	if len(receiptHandles) == 0 {
+		return nil, nil
+	}
+	entries := make([]types.DeleteMessageBatchRequestEntry, len(receiptHandles))
+	for i, h := range receiptHandles {
+		entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(h)}
+	}
+	out, err := q.client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{
+		QueueUrl: aws.String(q.queueURL),
+		Entries:  entries,
+	}, q.callOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("delete batch: %w", translate(ctx, err, false))
+	}
+	results := make([]error, len(receiptHandles))
+	done := make([]bool, len(receiptHandles))
+	for _, s := range out.Successful {
+		if i, ok := entryIndex(s.Id, len(receiptHandles)); ok {
+			done[i] = true
+		}
+	}
+	for _, f := range out.Failed {
+		if i, ok := entryIndex(f.Id, len(receiptHandles)); ok {
+			done[i] = true
+			results[i] = entryReceiptError(&EntryError{
+				Code:        aws.ToString(f.Code),
+				Message:     aws.ToString(f.Message),
+				SenderFault: f.SenderFault,
+			})
+		}
+	}
+	for i := range results {
+		if !done[i] {
+			results[i] = errors.New("delete batch: no result for entry " + strconv.Itoa(i))
+		}
+	}
+	return results, nil
 }
 
 // ChangeVisibility implements [queue.Queue] with ChangeMessageVisibility; d
@@ -289,7 +365,7 @@ func (q *Queue) ChangeVisibility(ctx context.Context, receiptHandle string, d ti
 		QueueUrl:          aws.String(q.queueURL),
 		ReceiptHandle:     aws.String(receiptHandle),
 		VisibilityTimeout: ceilSeconds(d),
-	})
+	}, q.callOpts...)
 	if err != nil {
 		return fmt.Errorf("change visibility: %w", translate(ctx, err, true))
 	}
@@ -302,7 +378,7 @@ func (q *Queue) Ping(ctx context.Context) error {
 	_, err := q.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(q.queueURL),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn},
-	})
+	}, q.callOpts...)
 	if err != nil {
 		return fmt.Errorf("ping queue: %w", translate(ctx, err, false))
 	}

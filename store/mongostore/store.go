@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
@@ -64,6 +65,11 @@ type Config struct {
 	// NowFunc is the clock, read when EventIngest marks events fanned out
 	// and to date write guards (see replaceVersioned). Default time.Now.
 	NowFunc func() time.Time
+	// OnCommandFunc, when set, is called with the name of every command
+	// the driver sends (find, insert, update, findAndModify, getMore, …),
+	// from the driver's command monitoring, to count round trips. It must
+	// be fast and safe for concurrent use.
+	OnCommandFunc func(name string)
 }
 
 func (c *Config) validate() error {
@@ -106,6 +112,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	opts := options.Client().
 		SetServerSelectionTimeout(serverSelectionTimeoutDefault).
 		ApplyURI(cfg.URI)
+	if cfg.OnCommandFunc != nil {
+		onCommand := cfg.OnCommandFunc
+		opts.SetMonitor(&event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+			onCommand(e.CommandName)
+		}})
+	}
 	client, err := mongo.Connect(opts)
 	if err != nil {
 		return nil, fmt.Errorf("connect to mongo: %w", err)
