@@ -59,7 +59,8 @@ func (s *Server) postEvents(c *gin.Context) error {
 	if err != nil {
 		return err //nolint:wrapcheck // *ingest.Error or a read failure, mapped by h
 	}
-	results, err := s.cfg.Ingest.Ingest(c.Request.Context(), req)
+	ctx := s.cfg.Ingest.ExtractTraceContext(c.Request.Context(), c.Request.Header)
+	results, err := s.cfg.Ingest.Ingest(ctx, req)
 	if err != nil {
 		var ie *ingest.Error
 		if errors.As(err, &ie) {
