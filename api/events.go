@@ -59,7 +59,8 @@ func (s *Server) postEvents(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	results, err := s.cfg.Ingest.Ingest(c.Request.Context(), req)
+	ctx := s.cfg.Ingest.ExtractTraceContext(c.Request.Context(), c.Request.Header)
+	results, err := s.cfg.Ingest.Ingest(ctx, req)
 	if err != nil {
 		if _, ok := errors.AsType[*ingest.Error](err); ok {
 			return err

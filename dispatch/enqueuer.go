@@ -93,14 +93,24 @@ func (e *Enqueuer) reset() {
 // Message returns the queue message for a QUEUED job. The dedup id includes
 // the job's version, so a legitimate re-queue (a retry, a reset by a poller)
 // is never swallowed by the queue's deduplication, while a resend of the
-// same queuing is.
+// same queuing is. A job with a TraceParent carries it as the message
+// attribute AttributeTraceParent, so the trace travels with the job through
+// the queue; without one the message has no attributes.
 func Message(j *Job) queue.OutMessage {
-	return queue.OutMessage{
+	m := queue.OutMessage{
 		Group:   j.QueueGroup(),
 		DedupID: j.ID + "-" + strconv.FormatInt(j.Version, 10),
 		Body:    []byte(j.ID),
 	}
+	if j.TraceParent != "" {
+		m.Attributes = map[string]string{AttributeTraceParent: j.TraceParent}
+	}
+	return m
 }
+
+// AttributeTraceParent is the queue message attribute that carries a job's
+// TraceParent.
+const AttributeTraceParent = "traceparent"
 
 // Enqueue sends the jobs, which must be stored and QUEUED, in batches of
 // queue.MaxBatch, in the order given (group order must be preserved by the

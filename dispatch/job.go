@@ -99,6 +99,11 @@ type Job struct {
 	// RetriedAt is the latest operator retry: the job's max-age window
 	// restarts there (see AgeStart). Nil when never retried.
 	RetriedAt *time.Time `json:"retriedAt,omitempty"`
+	// TraceParent is the W3C traceparent of the span that created the job
+	// (the ingest request's), set only while tracing is on: every queue
+	// message of the job carries it (Message), and each delivery attempt is
+	// a span of that trace. Stored, never shown by the API.
+	TraceParent string `json:"traceParent,omitempty"`
 
 	// Version counts the writes of the job; the store refuses an update
 	// whose expected version is not the stored one (optimistic locking).

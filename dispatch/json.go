@@ -27,6 +27,9 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		CreatedAt      cloudevent.Timestamp  `json:"createdAt"`
 		UpdatedAt      cloudevent.Timestamp  `json:"updatedAt"`
 		CompletedAt    *cloudevent.Timestamp `json:"completedAt"`
+		// TraceParent, nil, hides the stored field of the same name: the
+		// API does not show it.
+		TraceParent *struct{} `json:"traceParent,omitempty"`
 	}{
 		plain:          plain(j),
 		Payload:        payload,

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/eventlog"
@@ -65,6 +67,11 @@ type Config struct {
 	// OutcomeDuplicate, OutcomeRejected, OutcomeFailed) and the number of
 	// jobs stored for it. For metrics; it must not block.
 	OnIngestFunc func(ctx context.Context, eventType, outcome string, jobs int)
+	// TracerProvider, when set, traces each ingest request: a SERVER span
+	// with children for validation, matching, the store write and the queue
+	// send, whose context the jobs keep (dispatch.Job.TraceParent). Nil is
+	// tracing off: no span is started and nothing is allocated for it.
+	TracerProvider trace.TracerProvider
 }
 
 // Outcomes reported to Config.OnIngestFunc.
@@ -84,6 +91,8 @@ const (
 // Service runs the ingest pipeline.
 type Service struct {
 	cfg Config
+	// tracer is nil when tracing is off.
+	tracer trace.Tracer
 }
 
 // New returns a Service.
@@ -94,7 +103,11 @@ func New(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg}
+	s := &Service{cfg: cfg}
+	if cfg.TracerProvider != nil {
+		s.tracer = cfg.TracerProvider.Tracer(tracerName)
+	}
+	return s
 }
 
 // Result is the outcome of one accepted event.
@@ -112,7 +125,9 @@ type Result struct {
 // jobs and queues the jobs. It returns an *Error for input that breaks a
 // rule; any other error means nothing of the request can be confirmed.
 func (s *Service) Ingest(ctx context.Context, req *Request) ([]Result, error) {
+	ctx, span := s.startRequest(ctx, req)
 	results, err := s.ingest(ctx, req)
+	endRequest(span, results, err)
 	if s.cfg.OnIngestFunc != nil {
 		s.report(ctx, req, results, err)
 	}
@@ -144,7 +159,9 @@ func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 	var violations []Violation
 	for i := range req.Events {
 		ev := &req.Events[i]
-		res, err := s.cfg.Validator.Validate(ctx, ev)
+		vctx, span := s.startChild(ctx, "ingest.validate")
+		res, err := s.cfg.Validator.Validate(vctx, ev)
+		endChild(span, err)
 		if err != nil {
 			var rej *schema.Rejection
 			if !errors.As(err, &rej) {
@@ -171,11 +188,14 @@ func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 			Event:         *ev,
 			SchemaVersion: res.Version,
 		}
-		subs, err := s.cfg.Matcher.Match(ctx, ev, res.Version)
+		mctx, span := s.startChild(ctx, "ingest.match")
+		subs, err := s.cfg.Matcher.Match(mctx, ev, res.Version)
+		endChild(span, err)
 		if err != nil {
 			return nil, fmt.Errorf("match event %d: %w", i, err)
 		}
 		items[i] = s.buildItem(stored, subs, now)
+		s.traceJobs(ctx, items[i].Jobs)
 		results[i] = Result{Event: stored, Jobs: items[i].Jobs, Deprecated: res.Deprecated}
 	}
 	if len(violations) > 0 {
@@ -185,7 +205,9 @@ func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 		}
 		return nil, unprocessable(detail, violations...)
 	}
-	outcomes, err := s.cfg.Store.EventIngest(ctx, &EventIngestParams{Items: items})
+	sctx, span := s.startChild(ctx, "ingest.store")
+	outcomes, err := s.cfg.Store.EventIngest(sctx, &EventIngestParams{Items: items})
+	endChild(span, err)
 	if err != nil {
 		return nil, fmt.Errorf("store events: %w", err)
 	}
@@ -225,7 +247,10 @@ func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 		toQueue = append(toQueue, unsentSuspects(jobs, now)...)
 	}
 	if len(toQueue) > 0 {
-		if n, err := s.cfg.Jobs.Send(ctx, toQueue); n > 0 {
+		qctx, span := s.startChild(ctx, "ingest.enqueue")
+		n, err := s.cfg.Jobs.Send(qctx, toQueue)
+		endChild(span, err)
+		if n > 0 {
 			s.cfg.Logger.WarnContext(ctx, "jobs left pending after queue send failure", "jobs", n, "error", err)
 		}
 	}

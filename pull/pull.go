@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/eventlog"
@@ -80,6 +82,10 @@ type Config struct {
 	// LeaseDefault.
 	Lease   time.Duration
 	NowFunc func() time.Time
+	// TracerProvider, when set, records each claim and each worker's
+	// report as a span of the job's trace (see tracing.go). Nil is tracing
+	// off.
+	TracerProvider trace.TracerProvider
 }
 
 // Service serves pull workers. It is safe for concurrent use.
@@ -87,6 +93,8 @@ type Service struct {
 	cfg     Config
 	workers *workerRegistry
 	due     *dueSignal
+	// tracer is nil when tracing is off.
+	tracer trace.Tracer
 }
 
 // New returns a Service.
@@ -97,7 +105,11 @@ func New(cfg Config) *Service {
 	if cfg.NowFunc == nil {
 		cfg.NowFunc = time.Now
 	}
-	return &Service{cfg: cfg, workers: newWorkerRegistry(), due: &dueSignal{}}
+	s := &Service{cfg: cfg, workers: newWorkerRegistry(), due: &dueSignal{}}
+	if cfg.TracerProvider != nil {
+		s.tracer = cfg.TracerProvider.Tracer(tracerName)
+	}
+	return s
 }
 
 func (s *Service) now() time.Time { return s.cfg.NowFunc().UTC().Truncate(time.Millisecond) }
@@ -229,9 +241,11 @@ func (s *Service) claimRound(ctx context.Context, subID string, p ClaimParams) (
 				continue
 			}
 		}
+		start := time.Now()
 		err = s.cfg.Lifecycle.Claim(ctx, j, dispatch.ClaimParams{Worker: p.Worker, Lease: s.cfg.Lease, Pull: true})
 		switch {
 		case err == nil:
+			s.traceJob(ctx, "pull.claim", start, j, p.Worker, trace.SpanKindConsumer, nil)
 			out = append(out, Claimed{Job: j, Event: ev})
 		case errors.Is(err, dispatch.ErrExpired), errors.Is(err, dispatch.ErrClaimLost):
 			// discarded for max age, or another worker got it first
@@ -296,9 +310,13 @@ type Report struct {
 // IN_PROGRESS.
 func (s *Service) Complete(ctx context.Context, id string, r Report) (*dispatch.Job, error) {
 	s.workers.touch(r.WorkerID, s.now())
+	start := time.Now()
 	j, _, err := s.cfg.Lifecycle.Report(ctx, id, r.WorkerID, dispatch.ActionCompleted, dispatch.Outcome{
 		Attempt: dispatch.Attempt{DurationMs: r.ExecutionTimeMs, StatusCode: r.StatusCode},
 	})
+	if err == nil {
+		s.traceJob(ctx, "pull.complete", start, j, r.WorkerID, trace.SpanKindInternal, nil)
+	}
 	return j, err
 }
 
@@ -310,10 +328,15 @@ func (s *Service) Fail(ctx context.Context, id string, r Report) (*dispatch.Job,
 	if msg == "" {
 		msg = "failed"
 	}
+	start := time.Now()
+	failure := errors.New(msg)
 	j, _, err := s.cfg.Lifecycle.Report(ctx, id, r.WorkerID, dispatch.ActionFailed, dispatch.Outcome{
 		Attempt: dispatch.Attempt{DurationMs: r.ExecutionTimeMs, StatusCode: r.StatusCode},
-		Err:     errors.New(msg),
+		Err:     failure,
 	})
+	if err == nil {
+		s.traceJob(ctx, "pull.fail", start, j, r.WorkerID, trace.SpanKindInternal, failure)
+	}
 	return j, err
 }
 

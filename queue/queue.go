@@ -18,6 +18,11 @@
 //     ahead of later messages of its group.
 //   - A message whose DedupID equals that of a message sent within the dedup
 //     window is accepted but not enqueued again.
+//   - A message's Attributes (at most MaxAttributes short text values, such
+//     as a W3C traceparent) are received exactly as sent, on every delivery
+//     of the message; an entry whose attributes fail CheckAttributes is
+//     refused (as a per-entry or a whole-call error), never sent without
+//     them.
 //   - All methods are safe for concurrent use. Cancelling ctx aborts a call;
 //     a cancelled Receive returns what it has (possibly nothing) and ctx.Err().
 //
@@ -59,6 +64,11 @@ type OutMessage struct {
 	DedupID string
 	// Body is the message payload (at most 256 KiB).
 	Body []byte
+	// Attributes are optional metadata that travel beside the body, such
+	// as the trace context of the job the message stands for. Nil or empty
+	// sends none; otherwise they must pass CheckAttributes. The queue keeps
+	// its own copy.
+	Attributes map[string]string
 }
 
 // SendResult is the outcome of one entry of a SendBatch call, in the order of
@@ -82,6 +92,9 @@ type Message struct {
 	// ReceiveCount is how many times the message has been received,
 	// including this time (1 on first receipt).
 	ReceiveCount int
+	// Attributes are the attributes the message was sent with; nil when it
+	// had none. Callers must not modify the map.
+	Attributes map[string]string
 }
 
 // ReceiveParams are the arguments of Receive.

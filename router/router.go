@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/queue"
@@ -91,6 +93,10 @@ type Config struct {
 	OnAttemptFunc func(j *dispatch.Job, o dispatch.Outcome)
 	Logger        *slog.Logger
 	NowFunc       func() time.Time
+	// TracerProvider, when set, makes each delivery attempt a CLIENT span
+	// of its job's trace (see tracing.go), whose context the transport
+	// sends on. Nil is tracing off: no span, nothing propagated.
+	TracerProvider trace.TracerProvider
 }
 
 // Router consumes the queue and delivers jobs. See doc.go.
@@ -104,6 +110,8 @@ type Router struct {
 	// runs.
 	events *eventCache
 	wg     sync.WaitGroup
+	// tracer is nil when tracing is off.
+	tracer trace.Tracer
 }
 
 // New returns a Router.
@@ -130,10 +138,14 @@ func New(cfg Config) *Router {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Logger = cfg.Logger.With("component", "router")
-	return &Router{
+	r := &Router{
 		cfg: cfg, inFlight: make(chan struct{}, cfg.MaxInFlight),
 		poolShare: max(1, cfg.MaxInFlight*3/4),
 	}
+	if cfg.TracerProvider != nil {
+		r.tracer = cfg.TracerProvider.Tracer(tracerName)
+	}
+	return r
 }
 
 // Run receives and delivers until ctx ends, then waits for the deliveries
@@ -335,7 +347,7 @@ func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) bool {
 	jobID := string(m.Body)
 	log := r.cfg.Logger.With("job_id", jobID)
 	busyWait := r.cfg.PoolBusyDelay
-	disp, err := r.process(ctx, runCtx, jobID, &busyWait)
+	disp, err := r.process(r.messageTraceContext(ctx, &m), runCtx, jobID, &busyWait)
 	if err != nil {
 		log.ErrorContext(ctx, "job processing failed", "error", err)
 	}
@@ -414,10 +426,13 @@ func (r *Router) process(ctx, runCtx context.Context, jobID string, busyWait *ti
 		return drop, nil
 	}
 	d.Attempt = job.AttemptCount
+	ctx, span := r.startAttempt(ctx, d)
 	started := time.Now()
 	out := r.cfg.Transport.Deliver(ctx, d)
 	pool.Release(time.Since(started))
-	return r.record(ctx, job, out)
+	disp, err := r.record(ctx, job, out)
+	endAttempt(span, out, err)
+	return disp, err
 }
 
 // record hands an outcome to the lifecycle and says what becomes of the
@@ -433,6 +448,7 @@ func (r *Router) record(ctx context.Context, job *dispatch.Job, out dispatch.Out
 	case err != nil:
 		return leave, fmt.Errorf("record attempt: %w", err)
 	}
+	traceOutcome(ctx, j)
 	if r.cfg.OnAttemptFunc != nil && out.Attempted {
 		r.cfg.OnAttemptFunc(j, out)
 	}

@@ -197,6 +197,7 @@ func (t *Transport) Request(ctx context.Context, d *router.Delivery) (*http.Requ
 			}
 		}
 	}
+	setTraceParent(ctx, req.Header)
 	return req, nil
 }
 

@@ -106,6 +106,9 @@ type Config struct {
 	// RouterConcurrency bounds the deliveries one process runs at once.
 	// Default 1024.
 	RouterConcurrency int
+	// Tracing configures OpenTelemetry tracing from the standard OTEL_*
+	// variables (API.md §9); it has no flag. Set by loadConfig.
+	Tracing TracingConfig
 
 	// keys are the parsed API keys of APIKeys and APIKeysFile, set by
 	// loadConfig; only their hashes are kept.
@@ -266,6 +269,7 @@ func loadConfig(args []string, getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	c.keys = keys
+	c.Tracing = tracingConfig(getenv)
 	if err := c.validate(); err != nil {
 		return nil, err
 	}

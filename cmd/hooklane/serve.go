@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hooklane/hooklane/api"
@@ -98,11 +99,18 @@ func newLogger(cfg *Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	opts := &slog.HandlerOptions{Level: level}
-	// Every line logged with a request's context carries its request_id.
+	// Every line logged with a request's context carries its request_id,
+	// and while tracing is on, with a span's context its trace_id and
+	// span_id.
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.LogFormat == "json" {
-		return slog.New(api.WithRequestID(slog.NewJSONHandler(w, opts)))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(api.WithRequestID(slog.NewTextHandler(w, opts)))
+	h = api.WithRequestID(h)
+	if cfg.Tracing.Enabled {
+		h = withTraceIDs(h)
+	}
+	return slog.New(h)
 }
 
 // ensureDefaultPool creates the default dispatch pool on first start.
@@ -134,8 +142,21 @@ func workerID() string {
 // serve runs the configured roles until ctx ends. readyFunc, when set, is
 // called with the bound HTTP address once the API (or, in a process
 // without the api role, the operations endpoints) listens.
-func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr string)) error {
+func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr string)) (err error) {
 	logger := newLogger(cfg, logw)
+	tp, err := newTracerProvider(ctx, &cfg.Tracing)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		defer func() { err = errors.Join(err, shutdownTracing(tp, cfg.ShutdownTimeout)) }() //nolint:contextcheck // ctx has ended by then: the flush runs under its own timeout
+		logger.InfoContext(ctx, "tracing on", "otlp_endpoint", cfg.Tracing.Endpoint)
+	}
+	// A nil provider is tracing off: the packages start no span.
+	var tracer trace.TracerProvider
+	if tp != nil {
+		tracer = tp
+	}
 	roles := cfg.roles()
 	keys := cfg.keys
 	if keys == nil { // a Config not made by loadConfig
@@ -189,7 +210,10 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	registry := schema.NewRegistry(schema.RegistryConfig{Store: st, AllowUnknownTypes: cfg.AllowUnknownTypes, Logger: logger})
 	// The job lifecycle: the one owner of every job write (package dispatch).
 	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: st, Queue: mq, NewID: ids.New, Logger: logger})
-	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Jobs: jobs, IDs: ids, Logger: logger, OnIngestFunc: m.ObserveIngest})
+	svc := ingest.New(ingest.Config{
+		Store: st, Validator: registry, Matcher: subs, Jobs: jobs, IDs: ids, Logger: logger, OnIngestFunc: m.ObserveIngest,
+		TracerProvider: tracer,
+	})
 	rescuer := pollers.NewRescuer(pollers.RescuerConfig{
 		Jobs: jobs, StaleQueuedAfter: cfg.StaleQueuedAfter, StaleInterval: cfg.StalePollInterval, LeaseInterval: cfg.LeasePollInterval,
 		BatchSize: cfg.PollerBatchSize, Logger: logger, OnRescueFunc: m.ObservePollerMoves,
@@ -234,6 +258,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		rt := router.New(router.Config{
 			Queue: mq, Store: st, Subscriptions: subs, Lifecycle: jobs, Pools: pools, Transport: router.Transports{"http": hooks, "https": hooks}, WorkerID: workerID(),
 			Lease: cfg.Lease, MaxInFlight: cfg.RouterConcurrency, Logger: logger, OnAttemptFunc: m.ObserveAttempt,
+			TracerProvider: tracer,
 		})
 		g.Go(func() error { return rt.Run(ctx) })
 	}
@@ -260,7 +285,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		})
 		srv := api.New(api.Config{ //nolint:contextcheck // handlers take their ctx from the request, not from here
 			Store: st, Queue: q, Ingest: svc, Jobs: jobs,
-			Pull:          pull.New(pull.Config{Store: st, Lifecycle: jobs, Hub: hub, Lease: cfg.Lease}),
+			Pull:          pull.New(pull.Config{Store: st, Lifecycle: jobs, Hub: hub, Lease: cfg.Lease, TracerProvider: tracer}),
 			Limits:        ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
 			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys, TrustedProxies: proxies,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, IDs: ids, Version: version, Logger: logger, Metrics: m,

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -208,6 +209,9 @@ func validate(m *queue.OutMessage) error {
 	if len(m.Body) > MaxBodySize {
 		errs = append(errs, fmt.Errorf("body of %d bytes exceeds %d", len(m.Body), MaxBodySize))
 	}
+	if err := queue.CheckAttributes(m.Attributes); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -222,6 +226,9 @@ func (q *Queue) enqueueLocked(m *queue.OutMessage) bool {
 	q.seq++
 	msg.id = strconv.FormatUint(q.seq, 10)
 	msg.body = append([]byte(nil), m.Body...)
+	if len(m.Attributes) > 0 {
+		msg.attributes = maps.Clone(m.Attributes)
+	}
 	msg.group = g
 	g.append(msg)
 	q.messages++
@@ -407,7 +414,7 @@ func (q *Queue) takeLocked(maxMsgs int, visibility time.Duration) []queue.Messag
 		if m.heapIndex == 0 {
 			earliest = true
 		}
-		out[i] = queue.Message{ID: m.id, Group: g.name, Body: m.body, ReceiptHandle: m.receipt, ReceiveCount: m.receiveCount}
+		out[i] = queue.Message{ID: m.id, Group: g.name, Body: m.body, ReceiptHandle: m.receipt, ReceiveCount: m.receiveCount, Attributes: m.attributes}
 	}
 	// Waiters sleep until the earliest expiry they saw; one must look again
 	// when an expiry now comes sooner, and one more must come for any

@@ -8,6 +8,7 @@ import "time"
 type message struct {
 	id           string
 	body         []byte
+	attributes   map[string]string // nil when sent without any
 	group        *group
 	next         *message // next message of the group, in send order
 	receiveCount int

@@ -54,6 +54,8 @@ func Run(t *testing.T, f Features, newQueue func(t *testing.T) queue.Queue) {
 		{"ReceiveMax", testReceiveMax},
 		{"LongPollWakesOnSend", testLongPollWakesOnSend},
 		{"ReceiveCancelled", testReceiveCancelled},
+		{"AttributesRoundTrip", testAttributesRoundTrip},
+		{"AttributesInvalid", testAttributesInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -124,3 +124,34 @@ func decodeBody(body string, attrs map[string]types.MessageAttributeValue) ([]by
 	}
 	return b, nil
 }
+
+// encodeAttributes adds the caller's attributes to the SQS message
+// attributes attrs (which it may allocate) as String values.
+func encodeAttributes(user map[string]string, attrs map[string]types.MessageAttributeValue) map[string]types.MessageAttributeValue {
+	if len(user) == 0 {
+		return attrs
+	}
+	if attrs == nil {
+		attrs = make(map[string]types.MessageAttributeValue, len(user))
+	}
+	for k, v := range user {
+		attrs[k] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+	}
+	return attrs
+}
+
+// decodeAttributes returns the caller's attributes among a received
+// message's SQS attributes: every String one except the adapter's own.
+func decodeAttributes(attrs map[string]types.MessageAttributeValue) map[string]string {
+	var out map[string]string
+	for k, a := range attrs {
+		if k == GroupAttribute || k == EncodingAttribute || a.StringValue == nil {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(attrs))
+		}
+		out[k] = *a.StringValue
+	}
+	return out
+}

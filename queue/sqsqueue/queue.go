@@ -169,8 +169,12 @@ func (q *Queue) SendBatch(ctx context.Context, msgs []queue.OutMessage) ([]queue
 		if m.Group == "" || m.DedupID == "" {
 			return nil, fmt.Errorf("send batch: entry %d: Group and DedupID are required", i)
 		}
+		if err := queue.CheckAttributes(m.Attributes); err != nil {
+			return nil, fmt.Errorf("send batch: entry %d: %w", i, err)
+		}
 		group, attrs := q.groupID(ctx, m.Group)
 		body, attrs := encodeBody(m.Body, attrs)
+		attrs = encodeAttributes(m.Attributes, attrs)
 		entries[i] = types.SendMessageBatchRequestEntry{
 			Id:                     aws.String(strconv.Itoa(i)),
 			MessageBody:            aws.String(body),
@@ -254,7 +258,8 @@ func (q *Queue) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Mes
 			types.MessageSystemAttributeNameApproximateReceiveCount,
 			types.MessageSystemAttributeNameMessageGroupId,
 		},
-		MessageAttributeNames: []string{GroupAttribute, EncodingAttribute},
+		// All: the adapter's own attributes and the caller's.
+		MessageAttributeNames: []string{"All"},
 	}
 	if p.Visibility > 0 {
 		in.VisibilityTimeout = ceilSeconds(p.Visibility)
@@ -294,6 +299,7 @@ func toMessage(m types.Message) (queue.Message, error) {
 		Body:          body,
 		ReceiptHandle: aws.ToString(m.ReceiptHandle),
 		ReceiveCount:  count,
+		Attributes:    decodeAttributes(m.MessageAttributes),
 	}, nil
 }
 

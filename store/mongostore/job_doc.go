@@ -46,6 +46,7 @@ type jobDoc struct {
 	UpdatedAt   time.Time  `bson:"updatedAt"`
 	CompletedAt *time.Time `bson:"completedAt"`
 	RetriedAt   *time.Time `bson:"retriedAt,omitempty"`
+	TraceParent string     `bson:"traceParent,omitempty"`
 	Version     int64      `bson:"version"`
 }
 
@@ -107,6 +108,7 @@ func toJobDoc(j *dispatch.Job) *jobDoc {
 		UpdatedAt:      ms(j.UpdatedAt),
 		CompletedAt:    msPtr(j.CompletedAt),
 		RetriedAt:      msPtr(j.RetriedAt),
+		TraceParent:    j.TraceParent,
 		Version:        j.Version,
 	}
 	if j.Attempts != nil {
@@ -165,6 +167,7 @@ func (d *jobDoc) asDomain() *dispatch.Job {
 		UpdatedAt:      utc(d.UpdatedAt),
 		CompletedAt:    utcPtr(d.CompletedAt),
 		RetriedAt:      utcPtr(d.RetriedAt),
+		TraceParent:    d.TraceParent,
 		Version:        d.Version,
 	}
 	if d.Attempts != nil {

@@ -29,6 +29,7 @@ func testJob(t *testing.T, newStore NewStoreFunc) {
 			j.LeaseExpiresAt = new(baseTime().Add(30 * time.Second))
 			j.CompletedAt = new(baseTime().Add(2 * time.Minute))
 			j.UpdatedAt = baseTime().Add(time.Second)
+			j.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 			j.Attempts = []dispatch.Attempt{
 				{Attempt: 1, StartedAt: baseTime(), DurationMs: 120, StatusCode: 503, Error: "unavailable", ResponseBody: "busy"},
 				{Attempt: 2, Action: dispatch.ActionPicked, StartedAt: baseTime().Add(time.Second), Worker: "worker-7"},
