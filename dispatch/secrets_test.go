@@ -16,8 +16,8 @@ import (
 func taskJob() *dispatch.Job {
 	return dispatch.NewTaskJob(&dispatch.TaskSpec{
 		ID: "01TASK", Code: "invoice.send", Payload: []byte(`{"n":1}`), Secret: "whsec_c2lnbmluZw==",
-		Auth: &endpoint.Auth{Type: endpoint.AuthBasic, Username: "u", Password: "basic-password"},
-		TLS:  &endpoint.TLS{ClientCertificate: "cert-pem", ClientKey: "key-pem", CACertificate: "ca-pem"},
+		Auth:     &endpoint.Auth{Type: endpoint.AuthBasic, Username: "u", Password: "basic-password"},
+		TLS:      &endpoint.TLS{ClientCertificate: "cert-pem", ClientKey: "key-pem", CACertificate: "ca-pem"},
 		Settings: dispatch.Settings{Target: "https://receiver.example/hook"},
 	}, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 }
