@@ -27,6 +27,7 @@ import (
 	"hash"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Mask is what every answer shows in place of a write-only secret; a
@@ -77,13 +78,6 @@ type TLS struct {
 	CACertificate     string `json:"caCertificate,omitempty"`
 }
 
-// Problem is one rule a configuration breaks: Field is a JSON pointer
-// relative to the object ("/token"), "" for the object itself.
-type Problem struct {
-	Field   string
-	Message string
-}
-
 // Clone returns a deep copy of a (nil for nil).
 func (a *Auth) Clone() *Auth {
 	if a == nil {
@@ -128,28 +122,21 @@ func (a *Auth) HasMask() bool {
 }
 
 // Restore replaces each secret of a that is the Mask by the same field of
-// stored, the auth a PATCH changes; the field must be set there and stored
-// of the same type, else it is a Problem (the client must send the secret
-// itself).
-func (a *Auth) Restore(stored *Auth) []Problem {
-	if a == nil {
-		return nil
+// stored, the auth a PATCH replaces, when stored is of the same type and
+// has that field set. A Mask it cannot replace stays, for validation to
+// refuse (the client must then send the secret itself).
+func (a *Auth) Restore(stored *Auth) {
+	if a == nil || stored == nil || stored.Type != a.Type {
+		return
 	}
-	var problems []Problem
-	keep := func(field string, dst *string, src func(*Auth) string) {
-		if *dst != Mask {
-			return
+	keep := func(dst *string, src string) {
+		if *dst == Mask && src != "" {
+			*dst = src
 		}
-		if stored == nil || stored.Type != a.Type || src(stored) == "" {
-			problems = append(problems, Problem{Field: field, Message: `"***" keeps a stored secret, and none is stored for this auth type: send the secret itself`})
-			return
-		}
-		*dst = src(stored)
 	}
-	keep("/token", &a.Token, func(s *Auth) string { return s.Token })
-	keep("/password", &a.Password, func(s *Auth) string { return s.Password })
-	keep("/clientSecret", &a.ClientSecret, func(s *Auth) string { return s.ClientSecret })
-	return problems
+	keep(&a.Token, stored.Token)
+	keep(&a.Password, stored.Password)
+	keep(&a.ClientSecret, stored.ClientSecret)
 }
 
 // Header returns the Authorization header value of a bearer or basic auth,
@@ -218,17 +205,12 @@ func (t *TLS) MapSecrets(f func(string) (string, error)) (*TLS, error) {
 	return &c, nil
 }
 
-// Restore replaces a ClientKey that is the Mask by stored's; a Problem
-// when stored has none.
-func (t *TLS) Restore(stored *TLS) []Problem {
-	if t == nil || t.ClientKey != Mask {
-		return nil
+// Restore replaces a ClientKey that is the Mask by stored's, when stored
+// has one; otherwise the Mask stays, for validation to refuse.
+func (t *TLS) Restore(stored *TLS) {
+	if t != nil && t.ClientKey == Mask && stored != nil && stored.ClientKey != "" {
+		t.ClientKey = stored.ClientKey
 	}
-	if stored == nil || stored.ClientKey == "" {
-		return []Problem{{Field: "/clientKey", Message: `"***" keeps a stored key, and none is stored: send the key itself`}}
-	}
-	t.ClientKey = stored.ClientKey
-	return nil
 }
 
 // Key identifies the configuration by a hash of its PEM blocks; "" for
@@ -256,9 +238,11 @@ func (t *TLS) CAOnly() *TLS {
 var (
 	// ErrNoCertificate: a PEM field holds no certificate that parses.
 	ErrNoCertificate = errors.New("must be one or more PEM certificates")
-	// ErrBadKey: the client key is no PEM private key that parses, or does
-	// not match the client certificate.
-	ErrBadKey = errors.New("must be the PEM private key of clientCertificate")
+	// ErrBadKey: the client key is no PEM private key that parses.
+	ErrBadKey = errors.New("must be a PEM private key (PKCS #8, PKCS #1 or SEC 1)")
+	// ErrKeyMismatch: the client key is not the key of the client
+	// certificate.
+	ErrKeyMismatch = errors.New("does not match clientCertificate")
 )
 
 // ParseCertificates returns the certificates of a PEM text: every
@@ -288,19 +272,47 @@ func ParseCertificates(text string) ([]*x509.Certificate, error) {
 	return certs, nil
 }
 
-// KeyPair returns the client certificate and key as a tls.Certificate; ErrNoCertificate when the certificate does not parse,
-// ErrBadKey when the key does not parse or does not match it.
+// KeyPair returns the client certificate and key as a tls.Certificate;
+// ErrNoCertificate when the certificate does not parse, ErrBadKey when
+// the key does not, ErrKeyMismatch when the key is not the certificate's.
+// No error quotes the key.
 func (t *TLS) KeyPair() (tls.Certificate, error) {
 	if _, err := ParseCertificates(t.ClientCertificate); err != nil {
 		return tls.Certificate{}, err
 	}
+	if !parsesAsKey(t.ClientKey) {
+		return tls.Certificate{}, ErrBadKey
+	}
 	pair, err := tls.X509KeyPair([]byte(t.ClientCertificate), []byte(t.ClientKey))
 	if err != nil {
-		// The error says whether the key did not parse or did not match;
-		// neither message quotes the key.
-		return tls.Certificate{}, fmt.Errorf("%w: %w", ErrBadKey, err)
+		return tls.Certificate{}, fmt.Errorf("%w: %w", ErrKeyMismatch, err)
 	}
 	return pair, nil
+}
+
+// parsesAsKey reports whether text holds a PEM private key block that
+// parses as PKCS #8, PKCS #1 (RSA) or SEC 1 (EC), as tls.X509KeyPair reads
+// them.
+func parsesAsKey(text string) bool {
+	rest := []byte(text)
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			return false
+		}
+		if !strings.HasSuffix(block.Type, "PRIVATE KEY") {
+			continue
+		}
+		if _, err := x509.ParsePKCS8PrivateKey(block.Bytes); err == nil {
+			return true
+		}
+		if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
+			return true
+		}
+		_, err := x509.ParseECPrivateKey(block.Bytes)
+		return err == nil
+	}
 }
 
 // Config returns the client TLS configuration of t: its client

@@ -48,22 +48,23 @@ func TestAuthRestoreKeepsStoredSecrets(t *testing.T) {
 	patch := oauth2Auth()
 	patch.ClientSecret, patch.Scopes = endpoint.Mask, []string{"other"}
 	require.True(t, patch.HasMask())
-	require.Empty(t, patch.Restore(stored))
+	patch.Restore(stored)
 	require.Equal(t, "s3cret", patch.ClientSecret)
 	require.Equal(t, []string{"other"}, patch.Scopes)
 	require.False(t, patch.HasMask())
 
-	// Another type, or nothing stored: the mask keeps nothing.
+	// Another type, or nothing stored: the mask stays, for validation.
 	basic := &endpoint.Auth{Type: endpoint.AuthBasic, Username: "u", Password: endpoint.Mask}
-	require.Equal(t, []endpoint.Problem{{Field: "/password", Message: `"***" keeps a stored secret, and none is stored for this auth type: send the secret itself`}},
-		basic.Restore(stored))
+	basic.Restore(stored)
+	require.Equal(t, endpoint.Mask, basic.Password)
 	bearer := &endpoint.Auth{Type: endpoint.AuthBearer, Token: endpoint.Mask}
-	require.Len(t, bearer.Restore(nil), 1)
+	bearer.Restore(nil)
+	require.True(t, bearer.HasMask())
 
 	// A new secret replaces the stored one.
 	fresh := oauth2Auth()
 	fresh.ClientSecret = "new"
-	require.Empty(t, fresh.Restore(stored))
+	fresh.Restore(stored)
 	require.Equal(t, "new", fresh.ClientSecret)
 }
 
@@ -113,9 +114,11 @@ func TestTLSMaskedAndRestore(t *testing.T) {
 	stored := &endpoint.TLS{ClientCertificate: "cert", ClientKey: "key", CACertificate: "ca"}
 	require.Equal(t, &endpoint.TLS{ClientCertificate: "cert", ClientKey: "***", CACertificate: "ca"}, stored.Masked())
 	patch := stored.Masked()
-	require.Empty(t, patch.Restore(stored))
+	patch.Restore(stored)
 	require.Equal(t, stored, patch)
-	require.Len(t, (&endpoint.TLS{ClientKey: endpoint.Mask}).Restore(&endpoint.TLS{CACertificate: "ca"}), 1)
+	kept := &endpoint.TLS{ClientKey: endpoint.Mask}
+	kept.Restore(&endpoint.TLS{CACertificate: "ca"})
+	require.Equal(t, endpoint.Mask, kept.ClientKey, "nothing stored to keep")
 	require.Equal(t, &endpoint.TLS{CACertificate: "ca"}, stored.CAOnly())
 	require.Nil(t, (&endpoint.TLS{ClientKey: "k"}).CAOnly())
 }
@@ -135,7 +138,7 @@ func TestTLSParsing(t *testing.T) {
 	require.Empty(t, caOnly.Certificates)
 
 	_, err = (&endpoint.TLS{ClientCertificate: p.ClientCertificate, ClientKey: other.ClientKey}).KeyPair()
-	require.ErrorIs(t, err, endpoint.ErrBadKey, "a key of another certificate")
+	require.ErrorIs(t, err, endpoint.ErrKeyMismatch, "a key of another certificate")
 	_, err = (&endpoint.TLS{ClientCertificate: p.ClientCertificate, ClientKey: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"}).KeyPair()
 	require.ErrorIs(t, err, endpoint.ErrBadKey)
 	require.NotContains(t, err.Error(), "AAAA")

@@ -11,10 +11,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,8 +99,9 @@ func (p *PKI) ClientTLS() *endpoint.TLS {
 
 // NewServer starts an httptest TLS server on 127.0.0.1 with the server
 // certificate, requiring (when requireClient) a client certificate issued
-// by the CA; it is closed when tb ends.
-func (p *PKI) NewServer(tb testing.TB, h http.Handler, requireClient bool) *httptest.Server {
+// by the CA; it is closed when tb ends. configure, when given, edits the
+// http.Server before it starts (a ConnState hook, say).
+func (p *PKI) NewServer(tb testing.TB, h http.Handler, requireClient bool, configure ...func(*http.Server)) *httptest.Server {
 	tb.Helper()
 	pair, err := tls.X509KeyPair([]byte(p.ServerCertificate), []byte(p.ServerKey))
 	if err != nil {
@@ -113,9 +116,23 @@ func (p *PKI) NewServer(tb testing.TB, h http.Handler, requireClient bool) *http
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	srv.TLS = cfg
+	// Refused handshakes are what mutual TLS tests provoke: log them with
+	// the test's output.
+	srv.Config.ErrorLog = log.New(tbWriter{tb}, "tls server: ", 0)
+	for _, f := range configure {
+		f(srv.Config)
+	}
 	srv.StartTLS()
 	tb.Cleanup(srv.Close)
 	return srv
+}
+
+// tbWriter sends a server's log lines to tb.Log.
+type tbWriter struct{ tb testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.tb.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 func newKey(tb testing.TB) *ecdsa.PrivateKey {
