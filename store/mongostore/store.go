@@ -25,6 +25,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
+	"github.com/hooklane/hooklane/secretbox"
 	"github.com/hooklane/hooklane/store"
 )
 
@@ -64,6 +65,11 @@ type Config struct {
 	// NowFunc is the clock, read when EventIngest marks events fanned out
 	// and to date write guards (see replaceVersioned). Default time.Now.
 	NowFunc func() time.Time
+	// Box seals the secrets the store writes (subscriptions' signing
+	// secrets, auth secrets and TLS client keys; jobs' signing secrets,
+	// auth and TLS keys) and opens them as it reads them (secrets.go).
+	// Nil stores them in plain text and fails to read a sealed one.
+	Box *secretbox.Box
 }
 
 func (c *Config) validate() error {
@@ -80,6 +86,7 @@ type Store struct {
 	db      *mongo.Database
 	logger  *slog.Logger
 	nowFunc func() time.Time
+	box     *secretbox.Box
 	closed  atomic.Bool
 	// writeGuards is true on servers whose filtered replace is not atomic
 	// (FerretDB); see replaceVersioned.
@@ -120,6 +127,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		db:            db,
 		logger:        logger.With("component", "mongostore"),
 		nowFunc:       cfg.NowFunc,
+		box:           cfg.Box,
 		events:        db.Collection(collEvents),
 		jobs:          db.Collection(collJobs),
 		subscriptions: db.Collection(collSubscriptions),

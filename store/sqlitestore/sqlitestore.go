@@ -39,6 +39,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/hooklane/hooklane/secretbox"
 	"github.com/hooklane/hooklane/store"
 )
 
@@ -64,6 +65,11 @@ type Config struct {
 	// BusyTimeout is how long to wait for a lock held elsewhere; 0 means
 	// BusyTimeoutDefault.
 	BusyTimeout time.Duration
+	// Box seals the secrets the store writes (subscriptions' signing
+	// secrets, auth secrets and TLS client keys; jobs' signing secrets,
+	// auth and TLS keys) and opens them as it reads them (secrets.go).
+	// Nil stores them in plain text and fails to read a sealed one.
+	Box *secretbox.Box
 }
 
 // Store is the SQLite store. It implements every storage port and is safe for
@@ -71,6 +77,7 @@ type Config struct {
 type Store struct {
 	logger  *slog.Logger
 	nowFunc func() time.Time
+	box     *secretbox.Box
 	wdb     *sql.DB // one connection, used only by the writer goroutine
 	rdb     *sql.DB // read-only connections
 	reads   readStmts
@@ -97,6 +104,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{
 		logger:     cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)).With("component", "sqlitestore"),
 		nowFunc:    cfg.NowFunc,
+		box:        cfg.Box,
 		ops:        make(chan *writeOp),
 		stop:       make(chan struct{}),
 		writerDone: make(chan struct{}),
