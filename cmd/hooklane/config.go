@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/api"
+	"github.com/hooklane/hooklane/secretbox"
 )
 
 // Config is every setting of `hooklane serve`. Each field is a flag and a
@@ -90,10 +91,32 @@ type Config struct {
 	// RouterConcurrency bounds the deliveries one process runs at once.
 	// Default 1024.
 	RouterConcurrency int
+	// EncryptionKey is base64 of the 32-byte key that encrypts stored
+	// secrets (AES-256-GCM, API.md §14). Default empty: stored in plain
+	// text, with a warning at start. A store holding secrets encrypted
+	// with another key, or encrypted while none is set, refuses to start.
+	EncryptionKey string
 
 	// keys are the parsed API keys of APIKeys and APIKeysFile, set by
 	// loadConfig; only their hashes are kept.
 	keys *api.KeySet
+}
+
+// secretBox returns the box that seals stored secrets with EncryptionKey;
+// nil without a key. Errors name the setting, never the key.
+func (c *Config) secretBox() (*secretbox.Box, error) {
+	if c.EncryptionKey == "" {
+		return nil, nil
+	}
+	key, err := secretbox.ParseKey(c.EncryptionKey)
+	if err != nil {
+		return nil, fmt.Errorf("HOOKLANE_ENCRYPTION_KEY (--encryption-key): %w", err)
+	}
+	box, err := secretbox.New(key)
+	if err != nil {
+		return nil, fmt.Errorf("HOOKLANE_ENCRYPTION_KEY (--encryption-key): %w", err)
+	}
+	return box, nil
 }
 
 // setting is one configuration knob: its flag, its environment variable,
@@ -147,6 +170,17 @@ func settings(c *Config) []setting {
 			return nil
 		}
 	}
+	encryptionKey := func(dst *string) func(string) error {
+		return func(v string) error {
+			if v != "" {
+				if _, err := secretbox.ParseKey(v); err != nil {
+					return err //nolint:wrapcheck // the caller names the setting
+				}
+			}
+			*dst = v
+			return nil
+		}
+	}
 	return []setting{
 		{"listen", "HOOKLANE_LISTEN", "127.0.0.1:8080", "HTTP listen address", str(&c.Listen)},
 		{"data-dir", "HOOKLANE_DATA_DIR", "./data", "embedded store directory", str(&c.DataDir)},
@@ -179,6 +213,7 @@ func settings(c *Config) []setting {
 		{"log-level", "HOOKLANE_LOG_LEVEL", "info", "log level: debug, info, warn or error", str(&c.LogLevel)},
 		{"shutdown-timeout", "HOOKLANE_SHUTDOWN_TIMEOUT", "30s", "how long a graceful stop may take", dur(&c.ShutdownTimeout)},
 		{"router-concurrency", "HOOKLANE_ROUTER_CONCURRENCY", "1024", "most deliveries in flight in this process", integer(&c.RouterConcurrency)},
+		{"encryption-key", "HOOKLANE_ENCRYPTION_KEY", "", "base64 of 32 bytes: secrets are stored encrypted with it (AES-256-GCM); prefer the variable to the flag, which shows in process lists", encryptionKey(&c.EncryptionKey)},
 	}
 }
 
