@@ -57,7 +57,7 @@ func beginEndpointPatch(next *Subscription) endpointPatch {
 // finish settles auth and tls of next after the merge, against cur, the
 // stored subscription.
 func (p endpointPatch) finish(next, cur *Subscription) {
-	if next.Auth == p.auth && p.auth.Type == "" && p.auth.Key() == (&endpoint.Auth{}).Key() {
+	if next.Auth == p.auth && p.auth.Key() == (&endpoint.Auth{}).Key() {
 		next.Auth = cur.Auth.Clone() // no auth in the patch
 	} else {
 		next.Auth.Restore(cur.Auth)
