@@ -122,6 +122,10 @@ func validateAuth(a *endpoint.Auth) []FieldError {
 		if a.TokenURL != "" {
 			if err := ValidateTargetURL(a.TokenURL); err != nil {
 				add("/tokenUrl", err.Error())
+			} else if u, _ := url.Parse(a.TokenURL); u.User != nil {
+				// Credentials belong in clientId and clientSecret, which
+				// are write-only; a URL is shown in answers and errors.
+				add("/tokenUrl", "must not carry credentials: use clientId and clientSecret")
 			}
 		}
 		required("/clientId", a.ClientID)

@@ -59,6 +59,8 @@ func TestValidateEndpoint(t *testing.T) {
 		}},
 		{"oauth2 tokenUrl not http", func(s *Subscription) { a := oauth2(); a.TokenURL = "ftp://idp.example/token"; s.Auth = a },
 			[]FieldError{{"/auth/tokenUrl", "must be an http or https URL"}}},
+		{"oauth2 tokenUrl with credentials", func(s *Subscription) { a := oauth2(); a.TokenURL = "https://gw:pw@idp.example/token"; s.Auth = a },
+			[]FieldError{{"/auth/tokenUrl", "must not carry credentials: use clientId and clientSecret"}}},
 		{"oauth2 bad scope", func(s *Subscription) { a := oauth2(); a.Scopes = []string{"ok", "two words", ""}; s.Auth = a }, []FieldError{
 			{"/auth/scopes/1", "must be a non-empty scope token: printable ASCII without spaces, '\"' or '\\'"},
 			{"/auth/scopes/2", "must be a non-empty scope token: printable ASCII without spaces, '\"' or '\\'"},

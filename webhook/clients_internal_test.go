@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"crypto/tls"
+	"errors"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/oauth2"
 
 	"github.com/hooklane/hooklane/clocktest"
 	"github.com/hooklane/hooklane/endpoint"
@@ -100,4 +102,15 @@ func TestRefreshAt(t *testing.T) {
 	for _, tt := range tests {
 		require.Equal(t, tt.want, refreshAt(now, tt.lifetime), tt.lifetime)
 	}
+}
+
+func TestTokenErrorQuotesNoSecret(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"error":"invalid_client","echo":"the-client-secret"}`)
+	err := tokenError("https://gw:url-password@idp.example/token", &oauth2.RetrieveError{Body: body, ErrorCode: "invalid_client"})
+	require.Equal(t, "token endpoint https://gw:xxxxx@idp.example/token refused the request (invalid_client)", err.Error())
+	err = tokenError("https://idp.example/token", &oauth2.RetrieveError{Body: body, Response: &http.Response{StatusCode: http.StatusBadRequest}})
+	require.Equal(t, "token endpoint https://idp.example/token answered 400 Bad Request", err.Error())
+	err = tokenError("https://gw:url-password@idp.example/token", errors.New("dial: refused"))
+	require.NotContains(t, err.Error(), "url-password")
 }

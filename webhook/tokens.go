@@ -120,7 +120,7 @@ func (c *tokens) fetch(key string, a *endpoint.Auth, client *http.Client) (strin
 		return "", tokenError(a.TokenURL, err)
 	}
 	if tok.AccessToken == "" {
-		return "", fmt.Errorf("get oauth2 token from %s: the answer has no access_token", a.TokenURL)
+		return "", fmt.Errorf("get oauth2 token from %s: the answer has no access_token", redacted(a.TokenURL))
 	}
 	// The library dates Expiry by the wall clock as it reads the answer;
 	// the lifetime is measured against the same clock, and the replacement
@@ -179,15 +179,28 @@ func (c *tokens) close() {
 }
 
 // tokenError describes a failed token request without the token
-// endpoint's answer body, which may echo what was sent.
+// endpoint's answer body, which may echo what was sent, and without
+// credentials in the URL.
 func tokenError(tokenURL string, err error) error {
+	where := redacted(tokenURL)
 	var re *oauth2.RetrieveError
-	if errors.As(err, &re) && re.Response != nil {
-		msg := fmt.Sprintf("token endpoint %s answered %d %s", tokenURL, re.Response.StatusCode, http.StatusText(re.Response.StatusCode))
+	if errors.As(err, &re) {
+		msg := "token endpoint " + where + " refused the request"
+		if re.Response != nil {
+			msg = fmt.Sprintf("token endpoint %s answered %d %s", where, re.Response.StatusCode, http.StatusText(re.Response.StatusCode))
+		}
 		if re.ErrorCode != "" {
 			msg += " (" + re.ErrorCode + ")"
 		}
 		return errors.New(msg)
 	}
-	return fmt.Errorf("get oauth2 token from %s: %w", tokenURL, err)
+	return fmt.Errorf("get oauth2 token from %s: %w", where, err)
+}
+
+// redacted is rawURL with any password replaced, for messages.
+func redacted(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		return u.Redacted()
+	}
+	return rawURL
 }
