@@ -6,6 +6,7 @@ import (
 
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/secretbox"
+	"github.com/hooklane/hooklane/subscription"
 )
 
 // secretPage is how many records SecretSealAll reads at a time.
@@ -36,60 +37,74 @@ func (s *Store) SecretSealAll(ctx context.Context) (secretbox.Census, error) {
 	return c, nil
 }
 
+// storedSubscription is a subscription row as read: its secrets and doc
+// columns byte for byte, and the subscription they hold, secrets as
+// stored.
+type storedSubscription struct {
+	secrets, doc []byte
+	sub          *subscription.Subscription
+}
+
+// listSubscriptionsSealed returns up to secretPage subscriptions with ids
+// after after, in id order, as stored.
+func (s *Store) listSubscriptionsSealed(ctx context.Context, after string) ([]storedSubscription, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE id > ? ORDER BY id LIMIT ?`, after, secretPage)
+	if err != nil {
+		return nil, s.translate(err)
+	}
+	defer rows.Close()
+	var out []storedSubscription
+	for rows.Next() {
+		var r storedSubscription
+		if err := rows.Scan(&r.secrets, &r.doc); err != nil {
+			return nil, s.translate(err)
+		}
+		if r.sub, err = scanSubscriptionSealed(bytesRow{r.secrets, r.doc}); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.translate(err)
+	}
+	return out, nil
+}
+
 func (s *Store) sealSubscriptions(ctx context.Context, c *secretbox.Census, up func(string) (string, error)) error {
 	after := ""
 	for {
-		rows, err := s.rdb.QueryContext(ctx, `SELECT id, `+subscriptionColumns+` FROM subscriptions WHERE id > ? ORDER BY id LIMIT ?`, after, secretPage)
+		page, err := s.listSubscriptionsSealed(ctx, after)
 		if err != nil {
-			return fmt.Errorf("seal secrets: list subscriptions: %w", s.translate(err))
+			return fmt.Errorf("seal secrets: list subscriptions: %w", err)
 		}
 		type rewrite struct {
-			id, oldSecrets, oldDoc []byte
-			row                    *subscriptionRow
+			old storedSubscription
+			row *subscriptionRow
 		}
 		var rewrites []rewrite
-		n := 0
-		for rows.Next() {
-			n++
-			var id, secrets, doc []byte
-			if err := rows.Scan(&id, &secrets, &doc); err != nil {
-				rows.Close()
-				return fmt.Errorf("seal secrets: read subscription: %w", s.translate(err))
-			}
-			after = string(id)
-			sub, err := scanSubscriptionSealed(bytesRow{secrets, doc})
-			if err != nil {
-				rows.Close()
-				return fmt.Errorf("seal secrets: %w", err)
-			}
+		for _, r := range page {
+			after = r.sub.ID
 			plain := c.Plain
-			mapped, err := sub.MapSecrets(up)
+			mapped, err := r.sub.MapSecrets(up)
 			if err != nil {
-				rows.Close()
 				return fmt.Errorf("seal secrets: %w", err)
 			}
 			if c.Plain == plain || s.box == nil {
 				continue
 			}
-			r, err := encodeSubscriptionRow(mapped)
+			row, err := encodeSubscriptionRow(mapped)
 			if err != nil {
-				rows.Close()
 				return fmt.Errorf("seal secrets: %w", err)
 			}
-			rewrites = append(rewrites, rewrite{id: id, oldSecrets: secrets, oldDoc: doc, row: r})
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return fmt.Errorf("seal secrets: list subscriptions: %w", s.translate(err))
+			rewrites = append(rewrites, rewrite{old: r, row: row})
 		}
 		if len(rewrites) > 0 {
 			err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 				for _, rw := range rewrites {
-					// Unchanged since read, or left to the writer that
-					// changed it (which sealed what it wrote).
+					// Only when unchanged since read; else the writer that
+					// changed it sealed what it wrote.
 					if _, err := tx.ExecContext(ctx, `UPDATE subscriptions SET secrets = ?, doc = ?
-						WHERE id = ? AND secrets = ? AND doc = ?`, rw.row.secrets, rw.row.doc, string(rw.id), rw.oldSecrets, rw.oldDoc); err != nil {
+						WHERE id = ? AND secrets = ? AND doc = ?`, rw.row.secrets, rw.row.doc, rw.row.id, rw.old.secrets, rw.old.doc); err != nil {
 						return err //nolint:wrapcheck // wrapped below
 					}
 				}
@@ -99,7 +114,7 @@ func (s *Store) sealSubscriptions(ctx context.Context, c *secretbox.Census, up f
 				return fmt.Errorf("seal secrets: rewrite subscriptions: %w", s.translate(err))
 			}
 		}
-		if n < secretPage {
+		if len(page) < secretPage {
 			return nil
 		}
 	}
@@ -172,7 +187,7 @@ func (s *Store) queryJobsSealed(ctx context.Context, query string, args ...any) 
 }
 
 // bytesRow is a row already read: the secrets and doc columns of a
-// subscription.
+// subscription, for scanSubscriptionSealed.
 type bytesRow struct{ secrets, doc []byte }
 
 // Scan copies the two columns into dest.
