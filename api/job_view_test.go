@@ -21,7 +21,7 @@ import (
 // none may appear in a job answer to a role that cannot read the
 // subscription, nor on the stream.
 //
-//nolint:gosec // test credentials, the values the masking must hide
+
 const (
 	secretTarget = "http://hookuser:pa55word@127.0.0.1:9/hooks/T0/t0ken-in-path?sig=qu3ry-token"
 	secretHeader = "Bearer hdr-s3cret"
@@ -75,7 +75,7 @@ func TestJobAnswersMaskSubscriptionSecrets(t *testing.T) {
 	ctx := context.Background()
 	j, err := ts.Store.JobGetByID(ctx, jobID)
 	require.NoError(t, err)
-	//nolint:gosec // a masked test URL: the masking under test
+
 	msg := `send: Post "http://hookuser:***@127.0.0.1:9/hooks/T0/t0ken-in-path?sig=qu3ry-token": dial tcp 127.0.0.1:9: connect: connection refused`
 	j.LastError = &msg
 	j.Attempts = append(j.Attempts, dispatch.Attempt{Attempt: 1, StartedAt: j.CreatedAt, Error: msg})

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/endpoint"
 	"github.com/hooklane/hooklane/subscription"
 )
 
@@ -140,6 +141,8 @@ type taskInput struct {
 	MaxAgeSeconds  *int              `json:"maxAgeSeconds"`
 	Retry          *dispatch.Retry   `json:"retry"`
 	Secret         *string           `json:"secret"`
+	Auth           *endpoint.Auth    `json:"auth"`
+	TLS            *endpoint.TLS     `json:"tls"`
 }
 
 func (s *Server) createTaskJob(c *gin.Context) error {
@@ -154,6 +157,7 @@ func (s *Server) createTaskJob(c *gin.Context) error {
 	probe.Code = "task"
 	probe.EventTypes = []subscription.Binding{{EventTypeCode: "task:job"}}
 	probe.Target, probe.Headers = in.TargetURL, in.Headers
+	probe.Auth, probe.TLS = in.Auth, in.TLS
 	probe.Mode = cmp.Or(in.Mode, dispatch.ModeImmediate)
 	if in.TimeoutSeconds != nil {
 		probe.TimeoutSeconds = *in.TimeoutSeconds
@@ -200,7 +204,7 @@ func (s *Server) createTaskJob(c *gin.Context) error {
 	settings.SubscriptionID, settings.Subscription, settings.Delivery = "", "", dispatch.DeliveryPush
 	j := dispatch.NewTaskJob(&dispatch.TaskSpec{
 		ID: s.cfg.IDs.New(), Code: in.Code, Subject: in.Subject, MessageGroup: in.MessageGroup,
-		Payload: in.Payload, Secret: secret, Settings: *settings,
+		Payload: in.Payload, Secret: secret, Auth: in.Auth, TLS: in.TLS, Settings: *settings,
 	}, s.now())
 	if err := s.cfg.Jobs.Create(c.Request.Context(), []*dispatch.Job{j}); err != nil {
 		return newProblem(http.StatusServiceUnavailable, "the job could not be stored; retry later")

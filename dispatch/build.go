@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/endpoint"
 	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/idgen"
 )
@@ -54,7 +55,11 @@ type TaskSpec struct {
 	// Payload is the webhook body (JSON).
 	Payload []byte
 	// Secret signs the deliveries.
-	Secret   string
+	Secret string
+	// Auth and TLS authenticate the deliveries to the target; nil for
+	// none.
+	Auth     *endpoint.Auth
+	TLS      *endpoint.TLS
 	Settings Settings
 }
 
@@ -68,6 +73,7 @@ func NewTaskJob(t *TaskSpec, now time.Time) *Job {
 	j.MessageGroup = t.MessageGroup
 	j.Payload = t.Payload
 	j.Secret = t.Secret
+	j.Auth, j.TLS = t.Auth, t.TLS
 	return j
 }
 

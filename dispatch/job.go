@@ -3,6 +3,8 @@ package dispatch
 import (
 	"slices"
 	"time"
+
+	"github.com/hooklane/hooklane/endpoint"
 )
 
 // Kind says where a job comes from.
@@ -78,6 +80,11 @@ type Job struct {
 	// Secret signs a TASK job's deliveries (EVENT jobs use their
 	// subscription's secrets). Never shown by the API after creation.
 	Secret string `json:"-"`
+	// Auth and TLS are a TASK job's endpoint authentication (API.md §14;
+	// an EVENT job's are its subscription's). Their secrets are
+	// write-only: MarshalJSON masks them.
+	Auth *endpoint.Auth `json:"auth,omitempty"`
+	TLS  *endpoint.TLS  `json:"tls,omitempty"`
 
 	Status        Status     `json:"status"`
 	AttemptCount  int        `json:"attemptCount"`

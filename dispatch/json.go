@@ -7,9 +7,12 @@ import (
 )
 
 // MarshalJSON renders the job in the API's form, timestamps in the gateway's
-// format and the payload as raw JSON.
+// format, the payload as raw JSON and the write-only secrets of auth and
+// tls as "***".
 func (j Job) MarshalJSON() ([]byte, error) {
 	type plain Job
+	p := plain(j)
+	p.Auth, p.TLS = j.Auth.Masked(), j.TLS.Masked()
 	attempts := j.Attempts
 	if attempts == nil {
 		attempts = []Attempt{}
@@ -31,7 +34,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		// API does not show it.
 		TraceParent *struct{} `json:"traceParent,omitempty"`
 	}{
-		plain:          plain(j),
+		plain:          p,
 		Payload:        payload,
 		NextAttemptAt:  cloudevent.TimestampPtr(j.NextAttemptAt),
 		LeaseExpiresAt: cloudevent.TimestampPtr(j.LeaseExpiresAt),

@@ -7,10 +7,12 @@ import (
 )
 
 // MarshalJSON renders the subscription in the API's form, timestamps in the
-// gateway's format and empty lists as [] (never null).
+// gateway's format, empty lists as [] (never null) and the write-only
+// secrets of auth and tls as "***".
 func (s Subscription) MarshalJSON() ([]byte, error) {
 	type plain Subscription
 	p := plain(s)
+	p.Auth, p.TLS = s.Auth.Masked(), s.TLS.Masked()
 	if p.EventTypes == nil {
 		p.EventTypes = []Binding{}
 	}

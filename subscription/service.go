@@ -101,9 +101,9 @@ func (s *Service) now() time.Time { return s.cfg.NowFunc().UTC().Truncate(time.M
 
 // Check validates sub as Validate does and checks what the store and the
 // network must confirm: its dispatch pool exists and its target's host is
-// public. Every problem is reported at once, as a *Rejection, except the
-// address check, which runs only on an otherwise valid subscription (it
-// may wait for DNS).
+// public, and so is the host of its OAuth 2.0 tokenUrl. Every problem is
+// reported at once, as a *Rejection, except the address checks, which run
+// only on an otherwise valid subscription (they may wait for DNS).
 func (s *Service) Check(ctx context.Context, sub *Subscription) error {
 	errs := sub.Validate()
 	if sub.DispatchPoolID != nil && *sub.DispatchPoolID != "" {
@@ -118,6 +118,13 @@ func (s *Service) Check(ctx context.Context, sub *Subscription) error {
 	if len(errs) == 0 && sub.Target != "" && s.cfg.PublicHostFunc != nil {
 		if msg := s.checkTarget(ctx, sub.Target); msg != "" {
 			errs = append(errs, FieldError{Pointer: "/target", Message: msg})
+		}
+	}
+	if len(errs) == 0 && sub.Auth != nil && sub.Auth.TokenURL != "" && s.cfg.PublicHostFunc != nil {
+		// The token endpoint is called by the gateway as the target is
+		// (API.md §14), so it passes the same check.
+		if msg := s.checkTarget(ctx, sub.Auth.TokenURL); msg != "" {
+			errs = append(errs, FieldError{Pointer: "/auth/tokenUrl", Message: msg})
 		}
 	}
 	if len(errs) > 0 {
@@ -240,16 +247,20 @@ func (sub *Subscription) receives(code string) bool {
 // API decodes an RFC 7396 merge patch onto it; an error of merge is
 // returned as it is), then the fields a client cannot change (id,
 // createdAt, the secrets) are restored, the result is checked as Create
-// checks a new one, and stored.
+// checks a new one, and stored. An `auth` or `tls` in the patch replaces
+// the stored one as a whole, and a secret in it sent as "***" keeps the
+// stored value (endpoint.go).
 func (s *Service) Patch(ctx context.Context, id string, merge func(*Subscription) error) (*Subscription, error) {
 	cur, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	next := *cur
+	ep := beginEndpointPatch(&next)
 	if err := merge(&next); err != nil {
 		return nil, err
 	}
+	ep.finish(&next, cur)
 	next.ID, next.CreatedAt, next.Secrets = cur.ID, cur.CreatedAt, cur.Secrets
 	if err := s.Check(ctx, &next); err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/endpoint"
 )
 
 // Status is a subscription's state.
@@ -46,6 +47,12 @@ type Subscription struct {
 	Retry          dispatch.Retry    `json:"retry"`
 	Status         Status            `json:"status"`
 	CustomConfig   []KeyValue        `json:"customConfig"`
+	// Auth authenticates push deliveries to the target (API.md §14); nil
+	// for none. Its secrets are write-only: MarshalJSON masks them.
+	Auth *endpoint.Auth `json:"auth"`
+	// TLS is the client certificate and CA of push deliveries to an https
+	// target (API.md §14); nil for the defaults. Its key is write-only.
+	TLS *endpoint.TLS `json:"tls"`
 	// Secrets sign deliveries: the newest first; an older one keeps signing
 	// until its ExpiresAt. Shown only by the secret endpoints.
 	Secrets   []Secret  `json:"-"`

@@ -86,8 +86,8 @@ func (s *Subscription) ApplyDefaults() {
 // host; required for push delivery; the private-address check is not done
 // here), headers (valid names and values; none of the headers the gateway
 // sets itself: Content-Type, Content-Length, Host, webhook-*, hooklane-*,
-// ce-*), mode, delivery, timeouts, retry policy, status and custom
-// configuration.
+// ce-*), mode, delivery, timeouts, retry policy, status, custom
+// configuration, and auth and tls (see validateEndpoint).
 func (s *Subscription) Validate() []FieldError {
 	var errs []FieldError
 	add := func(ptr, msg string) { errs = append(errs, FieldError{Pointer: ptr, Message: msg}) }
@@ -173,7 +173,7 @@ func (s *Subscription) Validate() []FieldError {
 			add("/customConfig/"+strconv.Itoa(i)+"/key", "is required")
 		}
 	}
-	return errs
+	return append(errs, s.validateEndpoint()...) // auth and tls: validate_endpoint.go
 }
 
 // ValidateTargetURL checks the syntax of a webhook target: an absolute

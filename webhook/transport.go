@@ -2,7 +2,9 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,18 +33,35 @@ type Config struct {
 	UserAgent string
 	// MaxIdleConnsPerHost bounds kept-alive connections per target. Default 64.
 	MaxIdleConnsPerHost int
-	NowFunc             func() time.Time
+	// TLSClients bounds the HTTP transports kept for distinct TLS
+	// configurations (mutual TLS, private CAs; API.md §14); past it the
+	// least recently used is closed. Default TLSClientsDefault (256).
+	TLSClients int
+	// TLSClientIdle is how long the transport of a TLS configuration is
+	// kept unused before it is closed. Default TLSClientIdleDefault (10m).
+	TLSClientIdle time.Duration
+	// OAuth2Tokens bounds the cached OAuth 2.0 access tokens. Default
+	// OAuth2TokensDefault (4096).
+	OAuth2Tokens int
+	// NowFunc is the clock of signatures, attempt timings and token
+	// lifetimes; nil is time.Now.
+	NowFunc func() time.Time
 }
 
 // Transport delivers jobs as signed HTTP webhooks (API.md §6): it renders
 // the request (the structured CloudEvent, or the data alone with ce-*
-// headers), signs it with Standard Webhooks headers, sends it over an
-// SSRF-safe dialer without following redirects, and classifies the answer
-// into a transport-neutral dispatch.Outcome. It implements
-// router.Transport.
+// headers), signs it with Standard Webhooks headers, authenticates it as
+// the subscription's (or TASK job's) auth and tls say (API.md §14: bearer,
+// basic, OAuth 2.0 client credentials with cached tokens, mutual TLS),
+// sends it over an SSRF-safe dialer without following redirects, and
+// classifies the answer into a transport-neutral dispatch.Outcome. It
+// implements router.Transport.
 type Transport struct {
-	cfg    Config
-	client *http.Client
+	cfg Config
+	// clients holds the shared HTTP client and one per TLS configuration.
+	clients *clients
+	// tokens caches OAuth 2.0 access tokens.
+	tokens *tokens
 	// bodies caches the structured body of recent events by event id: an
 	// event is rendered once for all its subscriptions' jobs and their
 	// retries (events are immutable once stored).
@@ -56,8 +75,9 @@ const (
 	bodyCacheBuffer   = 64
 )
 
-// New returns a Transport with its own HTTP client: no redirects followed,
-// SSRF-safe dialing unless AllowPrivateTargets.
+// New returns a Transport with its own HTTP clients: no redirects
+// followed, no proxy, SSRF-safe dialing (targets and OAuth 2.0 token
+// endpoints alike) unless AllowPrivateTargets.
 func New(cfg Config) *Transport {
 	if cfg.NowFunc == nil {
 		cfg.NowFunc = time.Now
@@ -65,15 +85,13 @@ func New(cfg Config) *Transport {
 	if cfg.MaxIdleConnsPerHost <= 0 {
 		cfg.MaxIdleConnsPerHost = 64
 	}
-	tr := &http.Transport{
-		Proxy:                 nil, // a proxy would bypass the SSRF guard on the resolved address
-		DialContext:           NewDialContext(cfg.AllowPrivateTargets, 10*time.Second),
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		ForceAttemptHTTP2:     true,
+	cfg.TLSClients = cmp.Or(max(cfg.TLSClients, 0), TLSClientsDefault)
+	cfg.TLSClientIdle = cmp.Or(max(cfg.TLSClientIdle, 0), TLSClientIdleDefault)
+	cfg.OAuth2Tokens = cmp.Or(max(cfg.OAuth2Tokens, 0), OAuth2TokensDefault)
+	dial := NewDialContext(cfg.AllowPrivateTargets, 10*time.Second)
+	base := newHTTPClient(dial, nil, 1024, cfg.MaxIdleConnsPerHost)
+	newTLSClient := func(tlsCfg *tls.Config) *http.Client {
+		return newHTTPClient(dial, tlsCfg, tlsMaxIdleConns, cfg.MaxIdleConnsPerHost)
 	}
 	bodies, err := ristretto.NewCache(&ristretto.Config[string, []byte]{
 		NumCounters: bodyCacheCounters, MaxCost: bodyCacheMaxBytes, BufferItems: bodyCacheBuffer,
@@ -83,25 +101,34 @@ func New(cfg Config) *Transport {
 		// Only an invalid constant configuration makes ristretto fail.
 		panic(fmt.Sprintf("webhook: create body cache: %v", err))
 	}
-	return &Transport{cfg: cfg, bodies: bodies, client: &http.Client{
-		Transport: tr,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}}
+	return &Transport{
+		cfg: cfg, bodies: bodies,
+		clients: newClients(base, newTLSClient, cfg.TLSClients, cfg.TLSClientIdle, cfg.NowFunc),
+		tokens:  newTokens(cfg.OAuth2Tokens, cfg.NowFunc),
+	}
 }
 
-// Close releases idle connections and the body cache.
+// Close cancels token requests under way and releases idle connections,
+// the cached tokens and the body cache.
 func (t *Transport) Close() {
-	t.client.CloseIdleConnections()
+	t.tokens.close()
+	t.clients.close()
 	t.bodies.Close()
 }
 
 // Deliver sends one attempt and returns its outcome. Every failure is in
-// the outcome: a job that cannot be signed or rendered is a permanent
-// failure with nothing sent.
+// the outcome: a job that cannot be signed or rendered, or whose TLS
+// configuration does not parse, is a permanent failure with nothing sent;
+// a token endpoint that fails is a retryable failed attempt, and so is a
+// 401 from a target authenticated by OAuth 2.0, whose token is then
+// dropped so that the retry gets a new one (API.md §14).
 func (t *Transport) Deliver(ctx context.Context, d *router.Delivery) dispatch.Outcome {
 	req, err := t.Request(ctx, d)
+	if err != nil {
+		return dispatch.Outcome{Err: dispatch.Permanent(err)}
+	}
+	ep := endpointOf(d)
+	client, err := t.clients.get(ep.tls)
 	if err != nil {
 		return dispatch.Outcome{Err: dispatch.Permanent(err)}
 	}
@@ -110,7 +137,14 @@ func (t *Transport) Deliver(ctx context.Context, d *router.Delivery) dispatch.Ou
 	defer cancel()
 	req = req.WithContext(ctx)
 	start := t.cfg.NowFunc()
-	resp, err := t.client.Do(req)
+	token, err := t.authorize(ctx, req, ep)
+	if err != nil {
+		if errors.Is(err, ErrPrivateTarget) {
+			err = dispatch.Permanent(err)
+		}
+		return attempt(start, t.cfg.NowFunc(), 0, "", err)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		err = fmt.Errorf("send: %w", err)
 		if errors.Is(err, ErrPrivateTarget) {
@@ -122,7 +156,14 @@ func (t *Transport) Deliver(ctx context.Context, d *router.Delivery) dispatch.Ou
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, dispatch.ResponseBodyLimit))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // drain a little to reuse the connection
 	now := t.cfg.NowFunc()
-	return attempt(start, now, resp.StatusCode, string(body), classify(resp.StatusCode, resp.Header, now))
+	outcome := classify(resp.StatusCode, resp.Header, now)
+	if resp.StatusCode == http.StatusUnauthorized && token != "" {
+		// The target refused the cached token (revoked, rotated keys):
+		// forget it, and retry with a new one.
+		t.tokens.drop(ep.tokenKey, token)
+		outcome = &StatusError{Code: resp.StatusCode}
+	}
+	return attempt(start, now, resp.StatusCode, string(body), outcome)
 }
 
 // attempt is the outcome of a request sent at start and ended at end.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/api"
+	"github.com/hooklane/hooklane/secretbox"
 )
 
 // Config is every setting of `hooklane serve`. Each field is a flag and a
@@ -109,6 +110,11 @@ type Config struct {
 	// Tracing configures OpenTelemetry tracing from the standard OTEL_*
 	// variables (API.md §9); it has no flag. Set by loadConfig.
 	Tracing TracingConfig
+	// EncryptionKey is base64 of the 32-byte key that encrypts stored
+	// secrets (AES-256-GCM, API.md §14). Default empty: stored in plain
+	// text, with a warning at start. A store holding secrets encrypted
+	// with another key, or encrypted while none is set, refuses to start.
+	EncryptionKey string
 
 	// keys are the parsed API keys of APIKeys and APIKeysFile, set by
 	// loadConfig; only their hashes are kept.
@@ -118,6 +124,25 @@ type Config struct {
 	// roundTrips, when set (by `hooklane bench --mode mongo-sqs`), counts
 	// the MongoDB commands and SQS requests of the process.
 	roundTrips *roundTrips
+}
+
+// secretBox returns the box that seals stored secrets with EncryptionKey;
+// nil without a key. Errors name the setting, never the key.
+//
+//nolint:nilnil // no key is no box: secrets stored in plain text (a warning at start)
+func (c *Config) secretBox() (*secretbox.Box, error) {
+	if c.EncryptionKey == "" {
+		return nil, nil
+	}
+	key, err := secretbox.ParseKey(c.EncryptionKey)
+	if err != nil {
+		return nil, fmt.Errorf("HOOKLANE_ENCRYPTION_KEY (--encryption-key): %w", err)
+	}
+	box, err := secretbox.New(key)
+	if err != nil {
+		return nil, fmt.Errorf("HOOKLANE_ENCRYPTION_KEY (--encryption-key): %w", err)
+	}
+	return box, nil
 }
 
 // setting is one configuration knob: its flag, its environment variable,
@@ -171,6 +196,17 @@ func settings(c *Config) []setting {
 			return nil
 		}
 	}
+	encryptionKey := func(dst *string) func(string) error {
+		return func(v string) error {
+			if v != "" {
+				if _, err := secretbox.ParseKey(v); err != nil {
+					return err
+				}
+			}
+			*dst = v
+			return nil
+		}
+	}
 	return []setting{
 		{"listen", "HOOKLANE_LISTEN", "127.0.0.1:8080", "HTTP listen address", str(&c.Listen)},
 		{"metrics-listen", "HOOKLANE_METRICS_LISTEN", "", "serve /metrics on this address only, not on --listen (empty: on --listen)", str(&c.MetricsListen)},
@@ -206,6 +242,7 @@ func settings(c *Config) []setting {
 		{"log-level", "HOOKLANE_LOG_LEVEL", "info", "log level: debug, info, warn or error", str(&c.LogLevel)},
 		{"shutdown-timeout", "HOOKLANE_SHUTDOWN_TIMEOUT", "30s", "how long a graceful stop may take", dur(&c.ShutdownTimeout)},
 		{"router-concurrency", "HOOKLANE_ROUTER_CONCURRENCY", "1024", "most deliveries in flight in this process", integer(&c.RouterConcurrency)},
+		{"encryption-key", "HOOKLANE_ENCRYPTION_KEY", "", "base64 of 32 bytes: secrets are stored encrypted with it (AES-256-GCM); prefer the variable to the flag, which shows in process lists", encryptionKey(&c.EncryptionKey)},
 	}
 }
 

@@ -88,6 +88,14 @@ func TestLoadConfigErrors(t *testing.T) {
 			name: "bad duration", env: map[string]string{"HOOKLANE_LEASE": "soon"},
 			want: []string{"HOOKLANE_LEASE (--lease): must be a positive duration"},
 		},
+		{
+			name: "encryption key not base64", env: map[string]string{"HOOKLANE_ENCRYPTION_KEY": "s3cret not base64"},
+			want: []string{"HOOKLANE_ENCRYPTION_KEY (--encryption-key): must be base64 of 32 bytes"},
+		},
+		{
+			name: "encryption key too short", env: map[string]string{"HOOKLANE_ENCRYPTION_KEY": "czNjcmV0LTE2LWJ5dGVzIQ=="},
+			want: []string{"HOOKLANE_ENCRYPTION_KEY (--encryption-key): must be base64 of 32 bytes, got 16 bytes"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,8 +106,24 @@ func TestLoadConfigErrors(t *testing.T) {
 				require.ErrorContains(t, err, w)
 			}
 			require.NotContains(t, err.Error(), "s3cret")
+			require.NotContains(t, err.Error(), "czNjcmV0")
 		})
 	}
+}
+
+func TestLoadConfigEncryptionKey(t *testing.T) {
+	t.Parallel()
+	key := "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA="
+	c, err := loadConfig([]string{"--encryption-key", key}, func(string) string { return "" })
+	require.NoError(t, err)
+	box, err := c.secretBox()
+	require.NoError(t, err)
+	require.NotEmpty(t, box.KeyID())
+	c, err = loadConfig(nil, func(string) string { return "" })
+	require.NoError(t, err)
+	box, err = c.secretBox()
+	require.NoError(t, err)
+	require.Nil(t, box, "no key: secrets in plain text")
 }
 
 func TestLoopbackWithoutKeysIsAllowed(t *testing.T) {

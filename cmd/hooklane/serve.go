@@ -27,6 +27,7 @@ import (
 	"github.com/hooklane/hooklane/queue/sqsqueue"
 	"github.com/hooklane/hooklane/router"
 	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/secretbox"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/store/mongostore"
 	"github.com/hooklane/hooklane/store/sqlitestore"
@@ -39,14 +40,18 @@ import (
 // Store is every storage port: what the gateway runs on.
 type Store interface {
 	api.Store
+	// SecretSealAll checks the stored secrets against the store's key and
+	// seals those in plain text (prepareSecrets).
+	SecretSealAll(ctx context.Context) (secretbox.Census, error)
 	Close() error
 }
 
-// openStore opens MongoDB when configured, else the embedded SQLite store.
-func openStore(ctx context.Context, cfg *Config, logger *slog.Logger) (Store, error) { //nolint:ireturn // wiring: the configuration picks the adapter behind the port
+// openStore opens MongoDB when configured, else the embedded SQLite store;
+// box (nil: none) seals the secrets it stores.
+func openStore(ctx context.Context, cfg *Config, box *secretbox.Box, logger *slog.Logger) (Store, error) { //nolint:ireturn // wiring: the configuration picks the adapter behind the port
 	if cfg.MongoURI != "" {
 		s, err := mongostore.Open(ctx, mongostore.Config{
-			URI: cfg.MongoURI, Database: cfg.MongoDatabase, Logger: logger,
+			URI: cfg.MongoURI, Database: cfg.MongoDatabase, Logger: logger, Box: box,
 			OnCommandFunc: cfg.roundTrips.counter("mongo"),
 		})
 		if err != nil {
@@ -58,7 +63,8 @@ func openStore(ctx context.Context, cfg *Config, logger *slog.Logger) (Store, er
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	s, err := sqlitestore.Open(ctx, sqlitestore.Config{
-		Path: filepath.Join(cfg.DataDir, "hooklane.db"), Logger: logger, Synchronous: strings.ToUpper(cfg.SQLiteSynchronous),
+		Path: filepath.Join(cfg.DataDir, "hooklane.db"), Logger: logger, Box: box,
+		Synchronous: strings.ToUpper(cfg.SQLiteSynchronous),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open embedded store: %w", err)
@@ -172,7 +178,11 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			return fmt.Errorf("HOOKLANE_TRUSTED_PROXIES (--trusted-proxies): %w", err)
 		}
 	}
-	st, err := openStore(ctx, cfg, logger)
+	box, err := cfg.secretBox()
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg, box, logger)
 	if err != nil {
 		return err
 	}
@@ -181,6 +191,9 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			logger.ErrorContext(ctx, "close store", "error", err)
 		}
 	}(st)
+	if err := prepareSecrets(ctx, st, box, logger); err != nil {
+		return err
+	}
 	q, inProcess, err := openQueue(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -315,6 +328,37 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	err = g.Wait()
 	logger.Info("hooklane stopped")
 	return err
+}
+
+// prepareSecrets checks, before anything runs, that this gateway can read
+// the stored secrets (API.md §14): a store holding secrets encrypted with
+// another key, or encrypted while no key is set, refuses to start rather
+// than send unsigned or unauthenticated requests. With a key, secrets still
+// in plain text are encrypted now (the migration when a key is first set);
+// without one, a warning says they are stored in plain text.
+func prepareSecrets(ctx context.Context, st Store, box *secretbox.Box, logger *slog.Logger) error {
+	census, err := st.SecretSealAll(ctx)
+	switch {
+	case errors.Is(err, secretbox.ErrNoKey):
+		return fmt.Errorf("the store holds encrypted secrets and HOOKLANE_ENCRYPTION_KEY (--encryption-key) is not set: "+
+			"start with the key they were encrypted with: %w", err)
+	case errors.Is(err, secretbox.ErrWrongKey):
+		return fmt.Errorf("HOOKLANE_ENCRYPTION_KEY (--encryption-key) is not the key the store's secrets were encrypted with "+
+			"(this key's id is %s): start with the key they were encrypted with: %w", box.KeyID(), err)
+	case err != nil:
+		return fmt.Errorf("check stored secrets: %w", err)
+	}
+	switch {
+	case box == nil:
+		logger.WarnContext(ctx, "secrets are stored in plain text: set HOOKLANE_ENCRYPTION_KEY to encrypt them",
+			"plain_secrets", census.Plain)
+	case census.Plain > 0:
+		logger.InfoContext(ctx, "stored secrets encrypted", "encrypted", census.Plain, "already_encrypted", census.Sealed,
+			"key_id", box.KeyID())
+	default:
+		logger.InfoContext(ctx, "stored secrets are encrypted", "encrypted", census.Sealed, "key_id", box.KeyID())
+	}
+	return nil
 }
 
 // recoverEmbedded re-queues, batch after batch, every job the previous

@@ -32,11 +32,13 @@ type switchReceiver struct {
 	status map[string]int
 	delay  map[string]time.Duration
 	got    map[string]int
+	// auth is the Authorization header of the last delivery per path.
+	auth map[string]string
 }
 
 func newSwitchReceiver(t *testing.T) *switchReceiver {
 	t.Helper()
-	r := &switchReceiver{status: map[string]int{}, delay: map[string]time.Duration{}, got: map[string]int{}}
+	r := &switchReceiver{status: map[string]int{}, delay: map[string]time.Duration{}, got: map[string]int{}, auth: map[string]string{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.URL.Path == "/control" {
 			code, err := strconv.Atoi(req.URL.Query().Get("status"))
@@ -57,6 +59,7 @@ func newSwitchReceiver(t *testing.T) *switchReceiver {
 		code, ok := r.status[req.URL.Path]
 		delay := r.delay[req.URL.Path]
 		r.got[req.URL.Path]++
+		r.auth[req.URL.Path] = req.Header.Get("Authorization")
 		r.mu.Unlock()
 		if !ok {
 			code = http.StatusOK
@@ -75,6 +78,14 @@ func newSwitchReceiver(t *testing.T) *switchReceiver {
 	}))
 	t.Cleanup(r.srv.Close)
 	return r
+}
+
+// authorization returns the Authorization header of the last delivery to
+// path.
+func (r *switchReceiver) authorization(path string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.auth[path]
 }
 
 func (r *switchReceiver) deliveries(path string) int {
@@ -213,6 +224,7 @@ func TestUIDashboardInChromium(t *testing.T) {
 		}
 		require.True(t, found, "the form did not create the subscription")
 		require.Equal(t, 1, recv.deliveries("/hooks/form"), "the test event was delivered once")
+		require.Equal(t, "Bearer ui-form-token-secret", recv.authorization("/hooks/form"), "the token saved in the form, kept by a later save")
 	})
 	t.Run("jobs live and overview counters", func(t *testing.T) {
 		scenario(t, "jobs_live")

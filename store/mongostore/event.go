@@ -84,7 +84,11 @@ func (s *Store) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([
 		fresh = append(fresh, it.Event.ID)
 		for _, j := range it.Jobs {
 			j.Version = 1
-			jobs = append(jobs, toJobDoc(j))
+			doc, err := s.jobDoc(j)
+			if err != nil {
+				return nil, fmt.Errorf("ingest events: %w", err)
+			}
+			jobs = append(jobs, doc)
 		}
 		for k := range it.StatusEvents {
 			statusEvents = append(statusEvents, toStatusEventDoc(&it.StatusEvents[k]))

@@ -28,7 +28,11 @@ func (s *Store) JobInsertMany(ctx context.Context, p *dispatch.JobInsertManyPara
 	docs := make([]any, len(p.Jobs))
 	for i, j := range p.Jobs {
 		j.Version = 1
-		docs[i] = toJobDoc(j)
+		doc, err := s.jobDoc(j)
+		if err != nil {
+			return fmt.Errorf("insert jobs: %w", err)
+		}
+		docs[i] = doc
 	}
 	dups, err := insertIgnoringDuplicates(ctx, s.jobs, docs)
 	if err != nil {
@@ -59,7 +63,11 @@ func (s *Store) JobGetByID(ctx context.Context, id string) (*dispatch.Job, error
 	if err := s.jobs.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&doc); err != nil {
 		return nil, fmt.Errorf("get job %s: %w", id, translate(ctx, err))
 	}
-	return doc.asDomain(), nil
+	j, err := s.job(&doc)
+	if err != nil {
+		return nil, fmt.Errorf("get job %s: %w", id, err)
+	}
+	return j, nil
 }
 
 // JobGetMany returns the jobs with the given ids that exist, in no
@@ -112,7 +120,11 @@ func (s *Store) JobList(ctx context.Context, p *dispatch.JobListParams) (*dispat
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
-	return &dispatch.JobPage{Jobs: jobsAsDomain(docs), NextCursor: next}, nil
+	jobs, err := s.jobsOf(docs)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return &dispatch.JobPage{Jobs: jobs, NextCursor: next}, nil
 }
 
 // JobUpdate replaces the stored job when its version is p.Job.Version (a
@@ -126,7 +138,10 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 		return err
 	}
 	j := p.Job
-	doc := toJobDoc(j)
+	doc, err := s.jobDoc(j)
+	if err != nil {
+		return fmt.Errorf("update job %s: %w", j.ID, err)
+	}
 	doc.Version = j.Version + 1
 	if err := s.replaceVersioned(ctx, s.jobs, j.ID, "version", j.Version, doc); err != nil {
 		return fmt.Errorf("update job %s at version %d: %w", j.ID, j.Version, err)
@@ -237,13 +252,5 @@ func (s *Store) findJobs(ctx context.Context, filter bson.D, opts ...options.Lis
 	if err != nil {
 		return nil, err
 	}
-	return jobsAsDomain(docs), nil
-}
-
-func jobsAsDomain(docs []jobDoc) []*dispatch.Job {
-	out := make([]*dispatch.Job, len(docs))
-	for i := range docs {
-		out[i] = docs[i].asDomain()
-	}
-	return out
+	return s.jobsOf(docs)
 }

@@ -31,6 +31,8 @@ type jobDoc struct {
 	Retry          retryDoc      `bson:"retry"`
 	Payload        []byte        `bson:"payload"`
 	Secret         string        `bson:"secret"`
+	Auth           *authDoc      `bson:"auth,omitempty"`
+	TLS            *tlsDoc       `bson:"tls,omitempty"`
 
 	Status         string       `bson:"status"`
 	AttemptCount   int          `bson:"attemptCount"`
@@ -96,6 +98,8 @@ func toJobDoc(j *dispatch.Job) *jobDoc {
 		},
 		Payload:        j.Payload,
 		Secret:         j.Secret,
+		Auth:           toAuthDoc(j.Auth),
+		TLS:            toTLSDoc(j.TLS),
 		Status:         string(j.Status),
 		AttemptCount:   j.AttemptCount,
 		MaxAttempts:    j.MaxAttempts,
@@ -155,6 +159,8 @@ func (d *jobDoc) asDomain() *dispatch.Job {
 		},
 		Payload:        d.Payload,
 		Secret:         d.Secret,
+		Auth:           d.Auth.asDomain(),
+		TLS:            d.TLS.asDomain(),
 		Status:         dispatch.Status(d.Status),
 		AttemptCount:   d.AttemptCount,
 		MaxAttempts:    d.MaxAttempts,

@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.uber.org/goleak"
 
+	"github.com/hooklane/hooklane/secretbox"
 	"github.com/hooklane/hooklane/store/mongostore"
 	"github.com/hooklane/hooklane/store/storetest"
 )
@@ -109,4 +110,16 @@ func (e *testEnv) newStoreFunc() storetest.NewStoreFunc {
 func TestStore(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, newTestEnv(t).newStoreFunc())
+}
+
+func TestStoreSealed(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	storetest.RunSealed(t, storetest.SealedHarness{
+		NewNamespace: env.newDatabase,
+		Open: func(tb testing.TB, db string, box *secretbox.Box) storetest.Store {
+			tb.Helper()
+			return env.open(tb, db, func(cfg *mongostore.Config) { cfg.Box = box })
+		},
+	})
 }

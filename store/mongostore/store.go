@@ -26,6 +26,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
+	"github.com/hooklane/hooklane/secretbox"
 	"github.com/hooklane/hooklane/store"
 )
 
@@ -70,6 +71,11 @@ type Config struct {
 	// from the driver's command monitoring, to count round trips. It must
 	// be fast and safe for concurrent use.
 	OnCommandFunc func(name string)
+	// Box seals the secrets the store writes (subscriptions' signing
+	// secrets, auth secrets and TLS client keys; jobs' signing secrets,
+	// auth and TLS keys) and opens them as it reads them (secrets.go).
+	// Nil stores them in plain text and fails to read a sealed one.
+	Box *secretbox.Box
 }
 
 func (c *Config) validate() error {
@@ -86,6 +92,7 @@ type Store struct {
 	db      *mongo.Database
 	logger  *slog.Logger
 	nowFunc func() time.Time
+	box     *secretbox.Box
 	closed  atomic.Bool
 	// writeGuards is true on servers whose filtered replace is not atomic
 	// (FerretDB); see replaceVersioned.
@@ -132,6 +139,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		db:            db,
 		logger:        logger.With("component", "mongostore"),
 		nowFunc:       cfg.NowFunc,
+		box:           cfg.Box,
 		events:        db.Collection(collEvents),
 		jobs:          db.Collection(collJobs),
 		subscriptions: db.Collection(collSubscriptions),

@@ -40,6 +40,8 @@ type subscriptionDoc struct {
 	Retry          retryDoc      `bson:"retry"`
 	Status         string        `bson:"status"`
 	CustomConfig   []keyValueDoc `bson:"customConfig"`
+	Auth           *authDoc      `bson:"auth,omitempty"`
+	TLS            *tlsDoc       `bson:"tls,omitempty"`
 	Secrets        []secretDoc   `bson:"secrets"`
 	CreatedAt      time.Time     `bson:"createdAt"`
 	UpdatedAt      time.Time     `bson:"updatedAt"`
@@ -108,6 +110,8 @@ func toSubscriptionDoc(s *subscription.Subscription) *subscriptionDoc {
 		CustomConfig: mapSlice(s.CustomConfig, func(kv *subscription.KeyValue) keyValueDoc {
 			return keyValueDoc{Key: kv.Key, Value: kv.Value}
 		}),
+		Auth: toAuthDoc(s.Auth),
+		TLS:  toTLSDoc(s.TLS),
 		Secrets: mapSlice(s.Secrets, func(x *subscription.Secret) secretDoc {
 			return secretDoc{Value: x.Value, ExpiresAt: msPtr(x.ExpiresAt)}
 		}),
@@ -152,6 +156,8 @@ func (d *subscriptionDoc) asDomain() *subscription.Subscription {
 		CustomConfig: mapSlice(d.CustomConfig, func(kv *keyValueDoc) subscription.KeyValue {
 			return subscription.KeyValue{Key: kv.Key, Value: kv.Value}
 		}),
+		Auth: d.Auth.asDomain(),
+		TLS:  d.TLS.asDomain(),
 		Secrets: mapSlice(d.Secrets, func(x *secretDoc) subscription.Secret {
 			return subscription.Secret{Value: x.Value, ExpiresAt: utcPtr(x.ExpiresAt)}
 		}),
@@ -166,7 +172,11 @@ func (s *Store) SubscriptionInsert(ctx context.Context, sub *subscription.Subscr
 	if err := s.check(); err != nil {
 		return err
 	}
-	if _, err := s.subscriptions.InsertOne(ctx, toSubscriptionDoc(sub)); err != nil {
+	doc, err := s.subscriptionDoc(sub)
+	if err != nil {
+		return fmt.Errorf("insert subscription %s: %w", sub.Code, err)
+	}
+	if _, err := s.subscriptions.InsertOne(ctx, doc); err != nil {
 		return fmt.Errorf("insert subscription %s: %w", sub.Code, translate(ctx, err))
 	}
 	if err := s.bumpGeneration(ctx, genSubscriptions); err != nil {
@@ -185,7 +195,11 @@ func (s *Store) SubscriptionGetByID(ctx context.Context, id string) (*subscripti
 	if err := s.subscriptions.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&doc); err != nil {
 		return nil, fmt.Errorf("get subscription %s: %w", id, translate(ctx, err))
 	}
-	return doc.asDomain(), nil
+	sub, err := s.subscription(&doc)
+	if err != nil {
+		return nil, fmt.Errorf("get subscription %s: %w", id, err)
+	}
+	return sub, nil
 }
 
 // SubscriptionList returns one page of subscriptions, newest (highest id)
@@ -215,7 +229,9 @@ func (s *Store) SubscriptionList(ctx context.Context, p *subscription.ListParams
 	}
 	page := &subscription.Page{Subscriptions: make([]*subscription.Subscription, len(docs)), NextCursor: next}
 	for i := range docs {
-		page.Subscriptions[i] = docs[i].asDomain()
+		if page.Subscriptions[i], err = s.subscription(&docs[i]); err != nil {
+			return nil, fmt.Errorf("list subscriptions: %w", err)
+		}
 	}
 	return page, nil
 }
@@ -231,7 +247,9 @@ func (s *Store) SubscriptionListAll(ctx context.Context) ([]*subscription.Subscr
 	}
 	out := make([]*subscription.Subscription, len(docs))
 	for i := range docs {
-		out[i] = docs[i].asDomain()
+		if out[i], err = s.subscription(&docs[i]); err != nil {
+			return nil, fmt.Errorf("list all subscriptions: %w", err)
+		}
 	}
 	return out, nil
 }
@@ -243,7 +261,11 @@ func (s *Store) SubscriptionUpdate(ctx context.Context, sub *subscription.Subscr
 	if err := s.check(); err != nil {
 		return err
 	}
-	res, err := s.subscriptions.ReplaceOne(ctx, bson.D{{Key: "_id", Value: sub.ID}}, toSubscriptionDoc(sub))
+	doc, err := s.subscriptionDoc(sub)
+	if err != nil {
+		return fmt.Errorf("update subscription %s: %w", sub.ID, err)
+	}
+	res, err := s.subscriptions.ReplaceOne(ctx, bson.D{{Key: "_id", Value: sub.ID}}, doc)
 	if err != nil {
 		return fmt.Errorf("update subscription %s: %w", sub.ID, translate(ctx, err))
 	}

@@ -29,7 +29,7 @@ type eventRow struct {
 	statusEvents                                                    []*statusEventRow
 }
 
-func newEventRow(item *ingest.EventIngestItem, fannedOutAt time.Time) (*eventRow, error) {
+func (s *Store) newEventRow(item *ingest.EventIngestItem, fannedOutAt time.Time) (*eventRow, error) {
 	e := item.Event
 	doc, err := e.Event.MarshalJSON()
 	if err != nil {
@@ -44,7 +44,7 @@ func newEventRow(item *ingest.EventIngestItem, fannedOutAt time.Time) (*eventRow
 		r.extNames = append(r.extNames, name)
 		r.extValues = append(r.extValues, e.Event.Ext(name))
 	}
-	if r.jobs, err = newJobRows(item.Jobs); err != nil {
+	if r.jobs, err = s.newJobRows(item.Jobs); err != nil {
 		return nil, err
 	}
 	if r.statusEvents, err = newStatusEventRows(item.StatusEvents); err != nil {
@@ -91,7 +91,7 @@ func (s *Store) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([
 	now := s.nowFunc()
 	rows := make([]*eventRow, len(p.Items))
 	for i := range p.Items {
-		r, err := newEventRow(&p.Items[i], now)
+		r, err := s.newEventRow(&p.Items[i], now)
 		if err != nil {
 			return nil, fmt.Errorf("ingest events: %w", err)
 		}

@@ -44,7 +44,20 @@ func jobDoc(j *dispatch.Job) ([]byte, error) {
 	return b, nil
 }
 
-func scanJob(r rowScanner) (*dispatch.Job, error) {
+// scanJob reads a job with its secrets opened by the store's box.
+func (s *Store) scanJob(r rowScanner) (*dispatch.Job, error) {
+	j, err := scanJobSealed(r)
+	if err != nil {
+		return nil, err
+	}
+	if j, err = j.MapSecrets(s.box.Open); err != nil {
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	return j, nil
+}
+
+// scanJobSealed reads a job as stored, its secrets as they are.
+func scanJobSealed(r rowScanner) (*dispatch.Job, error) {
 	var (
 		id, secret string
 		version    int64
@@ -70,7 +83,12 @@ type jobRow struct {
 	cols    []any // status .. doc, in the column order of insertJob
 }
 
-func newJobRow(j *dispatch.Job) (*jobRow, error) {
+// newJobRow encodes j with its secrets sealed by the store's box.
+func (s *Store) newJobRow(j *dispatch.Job) (*jobRow, error) {
+	j, err := j.MapSecrets(s.box.Seal)
+	if err != nil {
+		return nil, fmt.Errorf("seal: %w", err)
+	}
 	doc, err := jobDoc(j)
 	if err != nil {
 		return nil, err
@@ -89,10 +107,10 @@ func (r *jobRow) narrowArgs() []any {
 	return []any{c[0], c[1], c[2], c[3], c[11], c[12], c[13], r.id, r.version, c[4], c[5], c[6], c[7], c[8], c[9], c[10]}
 }
 
-func newJobRows(jobs []*dispatch.Job) ([]*jobRow, error) {
+func (s *Store) newJobRows(jobs []*dispatch.Job) ([]*jobRow, error) {
 	rows := make([]*jobRow, len(jobs))
 	for i, j := range jobs {
-		r, err := newJobRow(j)
+		r, err := s.newJobRow(j)
 		if err != nil {
 			return nil, err
 		}
@@ -154,7 +172,7 @@ func (s *Store) JobInsertMany(ctx context.Context, p *dispatch.JobInsertManyPara
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	jobs, err := newJobRows(p.Jobs)
+	jobs, err := s.newJobRows(p.Jobs)
 	if err != nil {
 		return fmt.Errorf("insert jobs: %w", err)
 	}
@@ -182,7 +200,7 @@ func (s *Store) JobGetByID(ctx context.Context, id string) (*dispatch.Job, error
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	j, err := scanJob(s.queryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	j, err := s.scanJob(s.queryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
 	if err != nil {
 		return nil, fmt.Errorf("get job %s: %w", id, s.translate(err))
 	}
@@ -279,7 +297,7 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 		return err
 	}
 	j := p.Job
-	r, err := newJobRow(j)
+	r, err := s.newJobRow(j)
 	if err != nil {
 		return fmt.Errorf("update job %s: %w", j.ID, err)
 	}
@@ -425,23 +443,17 @@ func (s *Store) JobDeleteFinishedBefore(ctx context.Context, p *dispatch.JobDele
 	return int(n), nil
 }
 
-// queryJobs runs a query of jobColumns on a reader.
+// queryJobs runs a query of jobColumns on a reader, opening the jobs'
+// secrets.
 func (s *Store) queryJobs(ctx context.Context, query string, args ...any) ([]*dispatch.Job, error) {
-	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	jobs, err := s.queryJobsSealed(ctx, query, args...)
 	if err != nil {
-		return nil, s.translate(err)
+		return nil, err
 	}
-	defer rows.Close()
-	var jobs []*dispatch.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, s.translate(err)
+	for i, j := range jobs {
+		if jobs[i], err = j.MapSecrets(s.box.Open); err != nil {
+			return nil, fmt.Errorf("open: %w", err)
 		}
-		jobs = append(jobs, j)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.translate(err)
 	}
 	return jobs, nil
 }

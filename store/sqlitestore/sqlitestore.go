@@ -39,6 +39,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/hooklane/hooklane/secretbox"
 	"github.com/hooklane/hooklane/store"
 )
 
@@ -71,6 +72,11 @@ type Config struct {
 	// SynchronousNormal syncs only at checkpoints: a commit survives a
 	// crash of the process but the last ones may be lost with the machine.
 	Synchronous string
+	// Box seals the secrets the store writes (subscriptions' signing
+	// secrets, auth secrets and TLS client keys; jobs' signing secrets,
+	// auth and TLS keys) and opens them as it reads them (secrets.go).
+	// Nil stores them in plain text and fails to read a sealed one.
+	Box *secretbox.Box
 }
 
 // Synchronous settings of Config.Synchronous.
@@ -84,6 +90,7 @@ const (
 type Store struct {
 	logger  *slog.Logger
 	nowFunc func() time.Time
+	box     *secretbox.Box
 	wdb     *sql.DB // one connection, used only by the writer goroutine
 	rdb     *sql.DB // read-only connections
 	reads   readStmts
@@ -110,6 +117,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{
 		logger:     cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)).With("component", "sqlitestore"),
 		nowFunc:    cfg.NowFunc,
+		box:        cfg.Box,
 		ops:        make(chan *writeOp),
 		stop:       make(chan struct{}),
 		writerDone: make(chan struct{}),

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/hooklane/hooklane/secretbox"
 	"github.com/hooklane/hooklane/store/sqlitestore"
 	"github.com/hooklane/hooklane/store/storetest"
 )
@@ -35,4 +36,21 @@ func TestStore(t *testing.T) {
 
 func BenchmarkStore(b *testing.B) {
 	storetest.Bench(b, newStore)
+}
+
+func TestStoreSealed(t *testing.T) {
+	t.Parallel()
+	storetest.RunSealed(t, storetest.SealedHarness{
+		NewNamespace: func(tb testing.TB) string {
+			tb.Helper()
+			return filepath.Join(tb.TempDir(), "hooklane.db")
+		},
+		Open: func(tb testing.TB, path string, box *secretbox.Box) storetest.Store {
+			tb.Helper()
+			s, err := sqlitestore.Open(tb.Context(), sqlitestore.Config{Path: path, Box: box})
+			require.NoError(tb, err)
+			tb.Cleanup(func() { require.NoError(tb, s.Close()) })
+			return s
+		},
+	})
 }

@@ -22,7 +22,18 @@ type subscriptionRow struct {
 	secrets, doc                []byte
 }
 
-func newSubscriptionRow(sub *subscription.Subscription) (*subscriptionRow, error) {
+// newSubscriptionRow encodes sub with its secrets sealed by the store's
+// box.
+func (s *Store) newSubscriptionRow(sub *subscription.Subscription) (*subscriptionRow, error) {
+	sealed, err := sub.MapSecrets(s.box.Seal)
+	if err != nil {
+		return nil, fmt.Errorf("seal: %w", err)
+	}
+	return encodeSubscriptionRow(sealed)
+}
+
+// encodeSubscriptionRow encodes sub as it is.
+func encodeSubscriptionRow(sub *subscription.Subscription) (*subscriptionRow, error) {
 	c := *sub
 	c.CreatedAt = msUTC(c.CreatedAt)
 	c.UpdatedAt = msUTC(c.UpdatedAt)
@@ -53,7 +64,22 @@ func clientKey(clientID *string) string {
 	return "c:" + *clientID
 }
 
-func scanSubscription(r rowScanner) (*subscription.Subscription, error) {
+// scanSubscription reads a subscription with its secrets opened by the
+// store's box.
+func (s *Store) scanSubscription(r rowScanner) (*subscription.Subscription, error) {
+	sub, err := scanSubscriptionSealed(r)
+	if err != nil {
+		return nil, err
+	}
+	if sub, err = sub.MapSecrets(s.box.Open); err != nil {
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	return sub, nil
+}
+
+// scanSubscriptionSealed reads a subscription as stored, its secrets as
+// they are.
+func scanSubscriptionSealed(r rowScanner) (*subscription.Subscription, error) {
 	var secrets, doc []byte
 	if err := r.Scan(&secrets, &doc); err != nil {
 		return nil, err
@@ -74,7 +100,7 @@ func (s *Store) SubscriptionInsert(ctx context.Context, sub *subscription.Subscr
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	r, err := newSubscriptionRow(sub)
+	r, err := s.newSubscriptionRow(sub)
 	if err != nil {
 		return err
 	}
@@ -96,7 +122,7 @@ func (s *Store) SubscriptionGetByID(ctx context.Context, id string) (*subscripti
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	sub, err := scanSubscription(s.queryRow(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE id = ?`, id))
+	sub, err := s.scanSubscription(s.queryRow(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE id = ?`, id))
 	if err != nil {
 		return nil, fmt.Errorf("get subscription %s: %w", id, s.translate(err))
 	}
@@ -158,7 +184,7 @@ func (s *Store) SubscriptionUpdate(ctx context.Context, sub *subscription.Subscr
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	r, err := newSubscriptionRow(sub)
+	r, err := s.newSubscriptionRow(sub)
 	if err != nil {
 		return err
 	}
@@ -206,7 +232,7 @@ func (s *Store) querySubscriptions(ctx context.Context, query string, args ...an
 	defer rows.Close()
 	var subs []*subscription.Subscription
 	for rows.Next() {
-		sub, err := scanSubscription(rows)
+		sub, err := s.scanSubscription(rows)
 		if err != nil {
 			return nil, s.translate(err)
 		}

@@ -48,7 +48,7 @@ func setup(t *testing.T, newStore NewStoreFunc) *testBundle {
 // newJob returns a QUEUED push job with every field set; mod adjusts it.
 func (b *testBundle) newJob(mod func(j *dispatch.Job)) *dispatch.Job {
 	now := baseTime()
-	j := &dispatch.Job{ //nolint:gosec // G101: Secret is a fixture (base64 of "secret"), not a credential
+	j := &dispatch.Job{
 		ID:             b.ids.New(),
 		Kind:           dispatch.KindEvent,
 		Code:           "order.created",

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/endpoint"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/stream"
 )
@@ -20,6 +21,8 @@ func testJob(t *testing.T, newStore NewStoreFunc) {
 		b := setup(t, newStore)
 		full := b.newJob(func(j *dispatch.Job) {
 			j.Kind = dispatch.KindTask
+			j.Auth = &endpoint.Auth{Type: endpoint.AuthBasic, Username: "u", Password: "basic-password"}
+			j.TLS = &endpoint.TLS{ClientCertificate: "client-cert-pem", ClientKey: "client-key-pem"}
 			j.Status = dispatch.StatusInProgress
 			j.AttemptCount = 2
 			j.NextAttemptAt = new(baseTime().Add(time.Minute))

@@ -10,6 +10,7 @@ import (
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/secretbox"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
 )
@@ -22,6 +23,9 @@ type Store interface {
 	subscription.Store
 	schema.Store
 	stream.Store
+	// SecretSealAll checks every stored secret against the store's
+	// secretbox.Box and seals those in plain text; see RunSealed.
+	SecretSealAll(ctx context.Context) (secretbox.Census, error)
 	// Ping reports whether the database is reachable.
 	Ping(ctx context.Context) error
 	// Close releases the store's resources.

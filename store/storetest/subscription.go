@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/endpoint"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/subscription"
 )
@@ -41,6 +42,11 @@ func (b *testBundle) newSubscription(code string, clientID *string) *subscriptio
 		Retry:          dispatch.Retry{MaxAttempts: 3, InitialBackoffSeconds: 1, MaxBackoffSeconds: 30},
 		Status:         subscription.StatusActive,
 		CustomConfig:   []subscription.KeyValue{{Key: "k", Value: "v"}},
+		Auth: &endpoint.Auth{
+			Type: endpoint.AuthOAuth2, TokenURL: "https://idp.example/token", ClientID: "gw",
+			ClientSecret: "client-secret", Scopes: []string{"hooks:write", "read"}, Audience: "https://receiver.example",
+		},
+		TLS: &endpoint.TLS{ClientCertificate: "client-cert-pem", ClientKey: "client-key-pem", CACertificate: "ca-pem"},
 		Secrets: []subscription.Secret{
 			{Value: "whsec_bmV3"},
 			{Value: "whsec_b2xk", ExpiresAt: new(baseTime().Add(time.Hour))},

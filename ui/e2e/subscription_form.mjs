@@ -57,6 +57,35 @@ scenario('subscription form', async (page) => {
   await until(async () => (await api('GET', '/api/subscriptions/' + s.id, undefined, admin)).timeoutSeconds === 12, 'the edit was not saved');
   await until(async () => (await page.locator('.field-error').count()) === 0, 'the error stays after a good save');
 
+  // Endpoint authentication: TLS towards an http target gets the API's
+  // error on the TLS fieldset; a bearer token is saved, never shown again,
+  // and kept by a later save that leaves its field empty.
+  await page.fill('#tlsCaCertificate', 'not a certificate');
+  await page.click('#subscription-save');
+  const tlsErr = page.locator('[data-pointer="/tls"] .field-error');
+  await tlsErr.waitFor();
+  check((await tlsErr.textContent()).includes('https'), 'the TLS error does not say https');
+  check(await page.locator('.field-error').count() === 1, 'the TLS error was placed by other fields too');
+  await page.fill('#tlsCaCertificate', '');
+  await page.selectOption('#authType', 'bearer');
+  check(await page.locator('#authToken').isVisible(), 'the token field is not shown for bearer');
+  check(!(await page.locator('#authClientSecret').isVisible()), 'the OAuth 2.0 fields are shown for bearer');
+  await page.fill('#authToken', 'ui-form-token-secret');
+  await page.click('#subscription-save');
+  await until(async () => {
+    const got = await api('GET', '/api/subscriptions/' + s.id, undefined, admin);
+    return got.auth && got.auth.type === 'bearer' && got.auth.token === '***';
+  }, 'the bearer auth was not saved (or its token was shown)');
+  await until(async () => (await page.locator('#authToken').getAttribute('placeholder') || '').includes('stored'), 'the form does not say the token is stored');
+  check(await page.locator('#authToken').inputValue() === '', 'the form shows the stored token');
+  check(!(await page.content()).includes('ui-form-token-secret'), 'the page holds the secret after the save');
+  await page.locator('#auth-fields').scrollIntoViewIfNeeded();
+  await shot(page, 'auth');
+  await page.fill('#name', 'Orders (with a bearer token)');
+  await page.click('#subscription-save');
+  await until(async () => (await api('GET', '/api/subscriptions/' + s.id, undefined, admin)).name === 'Orders (with a bearer token)', 'the second save failed');
+  await until(async () => (await page.locator('#authToken').getAttribute('placeholder') || '').includes('stored'), 'the form was not reloaded');
+
   // Pause and resume from its page.
   await page.click('#pause');
   await page.locator('#sub-status [data-status=PAUSED]').waitFor();

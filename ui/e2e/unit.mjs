@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { SSEParser, StatusStream, backoffDelay } from '../assets/js/sse.js';
 import { Rates, classify } from '../assets/js/rates.js';
 import { laneState } from '../assets/js/views/lanes.js';
+import { authBody, tlsBody } from '../assets/js/views/endpoint.js';
 
 const tests = [];
 const test = (name, fn) => tests.push({ name, fn });
@@ -120,6 +121,27 @@ test('lanes: a BLOCK_ON_ERROR group is blocked by its failing head only', () => 
   st = laneState('BLOCK_ON_ERROR', [j('01', 'PENDING', { attemptCount: 2, lastError: 'timeout' }), j('02', 'PENDING')]);
   assert.equal(st.blocked, true);
   assert.equal(laneState('BLOCK_ON_ERROR', [j('01', 'CANCELLED'), j('02', 'COMPLETED')]).blocked, false);
+});
+
+test('endpoint auth: an empty secret field keeps a stored secret of the same type only', () => {
+  const v = (o) => ({ type: '', token: '', username: '', password: '', tokenUrl: '', clientId: '', clientSecret: '', scopes: '', audience: '', ...o });
+  assert.equal(authBody(v({}), { type: 'bearer', token: '***' }), null, 'None removes auth');
+  assert.deepEqual(authBody(v({ type: 'bearer' }), { type: 'bearer', token: '***' }), { type: 'bearer', token: '***' });
+  assert.deepEqual(authBody(v({ type: 'bearer', token: 'new' }), { type: 'bearer', token: '***' }), { type: 'bearer', token: 'new' });
+  assert.deepEqual(authBody(v({ type: 'basic', username: ' u ' }), { type: 'bearer', token: '***' }), { type: 'basic', username: 'u', password: '' },
+    'another type keeps nothing');
+  assert.deepEqual(authBody(v({ type: 'oauth2', tokenUrl: 'https://idp/t', clientId: 'c', scopes: 'a, b  c', audience: ' x ' }),
+    { type: 'oauth2', clientSecret: '***' }),
+  { type: 'oauth2', tokenUrl: 'https://idp/t', clientId: 'c', clientSecret: '***', scopes: ['a', 'b', 'c'], audience: 'x' });
+  assert.deepEqual(authBody(v({ type: 'oauth2', clientSecret: 's' }), null), { type: 'oauth2', tokenUrl: '', clientId: '', clientSecret: 's' });
+});
+
+test('endpoint tls: null when empty; an empty key with a certificate keeps the stored key', () => {
+  const v = (o) => ({ clientCertificate: '', clientKey: '', caCertificate: '', ...o });
+  assert.equal(tlsBody(v({}), { clientKey: '***' }), null);
+  assert.deepEqual(tlsBody(v({ clientCertificate: 'CERT\n' }), { clientCertificate: 'CERT', clientKey: '***' }), { clientCertificate: 'CERT', clientKey: '***' });
+  assert.deepEqual(tlsBody(v({ clientCertificate: 'CERT', clientKey: 'KEY' }), null), { clientCertificate: 'CERT', clientKey: 'KEY' });
+  assert.deepEqual(tlsBody(v({ caCertificate: 'CA' }), { clientKey: '***' }), { caCertificate: 'CA' });
 });
 
 let failed = 0;

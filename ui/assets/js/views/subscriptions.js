@@ -3,6 +3,7 @@
 // "send test event" button.
 import { api, listAll } from '../api.js';
 import { h, fill, badge, fmtTime, errorBox, toast, modal, placeErrors, clearErrors } from '../dom.js';
+import { authBody, tlsBody, MASK } from './endpoint.js';
 
 export const needs = 'read';
 
@@ -77,6 +78,8 @@ function renderForm(root, sub, ctx, onSaved) {
     headers: h('textarea', { id: 'headers', name: 'headers', rows: 3, placeholder: 'X-Team: orders', spellcheck: 'false' }, headersText(s)),
     filters: h('textarea', { id: 'filters', name: 'filters', rows: 4, class: 'mono', spellcheck: 'false', placeholder: '[{"field": "region", "op": "eq", "value": "eu"}]' }, s.filters && s.filters.length ? JSON.stringify(s.filters, null, 2) : ''),
   };
+  const ep = endpointFields(s);
+  const { a, t } = ep;
   const num = (el) => (el.value === '' ? undefined : Number(el.value));
   const form = h('form', { class: 'form card', id: 'subscription-form', novalidate: true, onsubmit: async (e) => {
     e.preventDefault();
@@ -91,6 +94,8 @@ function renderForm(root, sub, ctx, onSaved) {
       retry: { maxAttempts: num(f.maxAttempts), initialBackoffSeconds: num(f.initialBackoffSeconds), maxBackoffSeconds: num(f.maxBackoffSeconds) },
       timeoutSeconds: num(f.timeoutSeconds), maxAgeSeconds: num(f.maxAgeSeconds), delaySeconds: num(f.delaySeconds), sequence: num(f.sequence),
       dataOnly: f.dataOnly.checked, headers: {},
+      auth: authBody(Object.fromEntries(Object.entries(a).map(([k, el]) => [k, el.value])), s.auth || null),
+      tls: tlsBody({ clientCertificate: t.clientCertificate.value, clientKey: t.clientKey.value, caCertificate: t.caCertificate.value }, s.tls || null),
     };
     for (const line of f.headers.value.split('\n')) {
       const i = line.indexOf(':');
@@ -130,6 +135,7 @@ function renderForm(root, sub, ctx, onSaved) {
     h('div', { class: 'grid3' }, field('Timeout (s)', '/timeoutSeconds', f.timeoutSeconds), field('Max age (s)', '/maxAgeSeconds', f.maxAgeSeconds), field('Delay (s)', '/delaySeconds', f.delaySeconds)),
     h('div', { class: 'grid2' }, field('Headers', '/headers', f.headers, 'One "Name: value" per line.'), field('Filters (JSON)', '/filters', f.filters, 'ANDed; ops eq, neq, in, prefix, suffix, exists, gt, gte, lt, lte.')),
     h('div', { class: 'field check', 'data-pointer': '/dataOnly' }, h('label', {}, f.dataOnly, ' Send data only (CloudEvents binary mode)')),
+    ep.auth, ep.tls,
     ro ? null : h('div', { class: 'form-foot' }, submit));
   if (ro) form.querySelectorAll('input,select,textarea').forEach((el) => { el.disabled = true; });
   if (!sub) {
@@ -138,6 +144,60 @@ function renderForm(root, sub, ctx, onSaved) {
     f.code.focus();
   }
   return form;
+}
+
+/**
+ * endpointFields builds the auth and TLS parts of the form for
+ * subscription s. A stored secret is never shown: its field stays empty,
+ * says so, and an empty field keeps it (endpoint.js).
+ */
+function endpointFields(s) {
+  const auth = s.auth || {};
+  const tls = s.tls || {};
+  const keep = 'Stored; never shown. Leave empty to keep it.';
+  const secret = (id, isStored) => input(id, '', { type: 'password', autocomplete: 'new-password', spellcheck: 'false', placeholder: isStored ? '•••••• stored' : '' });
+  const hintFor = (isStored, other) => (isStored ? keep : other);
+  const a = {
+    type: h('select', { id: 'authType', name: 'authType' },
+      [['', 'None'], ['bearer', 'Bearer token'], ['basic', 'Basic (username and password)'], ['oauth2', 'OAuth 2.0 client credentials']]
+        .map(([v, l]) => h('option', { value: v, selected: (auth.type || '') === v }, l))),
+    token: secret('authToken', auth.token === MASK),
+    username: input('authUsername', auth.username || '', { autocomplete: 'off' }),
+    password: secret('authPassword', auth.password === MASK),
+    tokenUrl: input('authTokenUrl', auth.tokenUrl || '', { placeholder: 'https://idp.example.com/oauth/token', inputmode: 'url', spellcheck: 'false' }),
+    clientId: input('authClientId', auth.clientId || ''),
+    clientSecret: secret('authClientSecret', auth.clientSecret === MASK),
+    scopes: input('authScopes', (auth.scopes || []).join(' '), { placeholder: 'hooks:write' }),
+    audience: input('authAudience', auth.audience || ''),
+  };
+  const groups = {
+    bearer: h('div', { 'data-auth-for': 'bearer' }, field('Token', '/auth/token', a.token, hintFor(auth.token === MASK, 'Sent as Authorization: Bearer <token>.'))),
+    basic: h('div', { class: 'grid2', 'data-auth-for': 'basic' }, field('Username', '/auth/username', a.username),
+      field('Password', '/auth/password', a.password, hintFor(auth.password === MASK))),
+    oauth2: h('div', { 'data-auth-for': 'oauth2' },
+      field('Token URL', '/auth/tokenUrl', a.tokenUrl, 'The token endpoint; checked like the target. Tokens are cached until 10 s before they expire.'),
+      h('div', { class: 'grid2' }, field('Client id', '/auth/clientId', a.clientId), field('Client secret', '/auth/clientSecret', a.clientSecret, hintFor(auth.clientSecret === MASK))),
+      h('div', { class: 'grid2' }, field('Scopes', '/auth/scopes', a.scopes, 'Space-separated.'), field('Audience', '/auth/audience', a.audience))),
+  };
+  const show = () => { for (const [type, g] of Object.entries(groups)) g.hidden = a.type.value !== type; };
+  a.type.addEventListener('change', show);
+  show();
+  const pem = (id, value, placeholder) => h('textarea', { id, name: id, rows: 3, class: 'mono', spellcheck: 'false', placeholder }, value || '');
+  const t = {
+    clientCertificate: pem('tlsClientCertificate', tls.clientCertificate, '-----BEGIN CERTIFICATE-----'),
+    clientKey: pem('tlsClientKey', '', tls.clientKey === MASK ? '•••••• stored' : '-----BEGIN PRIVATE KEY-----'),
+    caCertificate: pem('tlsCaCertificate', tls.caCertificate, '-----BEGIN CERTIFICATE-----'),
+  };
+  return {
+    a, t,
+    auth: h('fieldset', { 'data-pointer': '/auth', id: 'auth-fields' }, h('legend', {}, 'Endpoint authentication'),
+      field('Type', '/auth/type', a.type), groups.bearer, groups.basic, groups.oauth2),
+    tls: h('fieldset', { 'data-pointer': '/tls', id: 'tls-fields' }, h('legend', {}, 'Mutual TLS (https targets)'),
+      h('div', { class: 'grid3' },
+        field('Client certificate (PEM)', '/tls/clientCertificate', t.clientCertificate),
+        field('Client key (PEM)', '/tls/clientKey', t.clientKey, hintFor(tls.clientKey === MASK, 'Write-only.')),
+        field('CA certificate (PEM)', '/tls/caCertificate', t.caCertificate, 'Replaces the system roots for this target and its token URL.'))),
+  };
 }
 
 function showSecret(secret, title) {
