@@ -55,7 +55,13 @@ export function render(root, { parts, ctx }) {
       kv('Updated', fmtTime(j.updatedAt)),
       kv('Completed', j.completedAt ? fmtTime(j.completedAt) : null)));
 
-    const attempts = [...(j.attempts || [])].reverse();
+    // Operator actions are not attempts (API.md §5): they come from the
+    // status history, merged into the timeline by time (jobs written before
+    // that kept them in attempts, by worker "operator").
+    const operatorActions = (j.history || []).filter((e) => e.data && typeof e.data.error === 'string' && / by an operator$/.test(e.data.error))
+      .map((e) => ({ worker: 'operator', action: e.type === 'dispatch.cancelled' ? 'CANCELLED' : 'RETRIED', startedAt: e.time }));
+    const attempts = [...(j.attempts || []), ...operatorActions]
+      .sort((a, b) => (a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : 0)).reverse();
     fill(timeline, h('div', { class: 'card-head' }, h('h2', {}, 'Attempts'), h('span', { class: 'muted small' }, `${(j.attempts || []).filter((a) => a.worker !== 'operator').length} of ${j.maxAttempts} used`)),
       attempts.length ? h('ol', { class: 'timeline', id: 'attempts' }, attempts.map((a) => {
         if (a.worker === 'operator') {
