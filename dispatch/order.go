@@ -123,10 +123,18 @@ func (lc *Lifecycle) HoldForOrder(ctx context.Context, j *Job) (held bool, err e
 
 // resendLostHead sends head, an earlier job of the group that holds a later
 // one back, to the queue again when it looks lost: QUEUED, never attempted,
-// unchanged for LostHeadAfter. Sending a job that is in fact still queued is
-// harmless: within the queue's deduplication window the same (job, version)
-// is dropped, and after it the router drops a message whose job moved on.
-// Failures are logged; the stale-queued rescuer remains the safety net.
+// unchanged for LostHeadAfter (see LifecycleConfig). It goes under a new
+// version — one version-checked write that keeps it QUEUED, moves its
+// UpdatedAt and records a dispatch.queued event — hence under a new
+// deduplication id (see Message): a re-send under the old id is dropped by
+// an SQS FIFO queue for its 5-minute deduplication window while it answers
+// the send with success, so a head whose message was consumed without the
+// job moving stayed lost while every re-send looked sent (issue 22). The
+// write also bounds the re-sends: the head is unchanged for LostHeadAfter
+// again only after that long, however many held jobs reach routers
+// meanwhile. A head that is in fact still queued is harmless to send: the
+// router drops a message whose job moved on. Failures are logged; the
+// stale-queued rescuer remains the safety net.
 func (lc *Lifecycle) resendLostHead(ctx context.Context, head *Job) {
 	if head.Status != StatusQueued || head.AttemptCount > 0 || head.Delivery == DeliveryPull {
 		return
@@ -134,8 +142,21 @@ func (lc *Lifecycle) resendLostHead(ctx context.Context, head *Job) {
 	if lc.now().Sub(head.UpdatedAt) < lc.cfg.LostHeadAfter {
 		return
 	}
+	queuedAt := head.UpdatedAt
+	now := lc.now()
+	head.Touch(now)
+	ev := lc.event(head, stream.TypeDispatchQueued, now)
+	ev.Data.Error = "lost head of its group: sent again"
+	won, err := lc.tryWrite(ctx, head, []stream.Event{ev})
+	switch {
+	case err != nil:
+		lc.cfg.Logger.WarnContext(ctx, "send lost head of group", "job_id", head.ID, "error", err)
+		return
+	case !won:
+		return // moved on meanwhile: whoever moved it carries it on
+	}
 	lc.cfg.Logger.InfoContext(ctx, "sending a lost head of its group again",
-		"job_id", head.ID, "message_group", head.MessageGroup, "queued_at", head.UpdatedAt)
+		"job_id", head.ID, "message_group", head.MessageGroup, "queued_at", queuedAt)
 	if _, err := lc.enq.Enqueue(ctx, []*Job{head}); err != nil {
 		lc.cfg.Logger.WarnContext(ctx, "send lost head of group", "job_id", head.ID, "error", err)
 	}
