@@ -206,12 +206,10 @@ func TestDelayedJobWaitsPending(t *testing.T) {
 // router holds for it: the messages it cannot hold go back to the queue,
 // but only for about as long as the work it holds takes to drain, so that
 // no delivery slot stays idle while work waits. Checked on the receiver's
-// arrival log: the largest gap between two consecutive arrivals stays
-// well below the router's PoolBusyDelay (1 s): with the fixed put-back
-// delay of before, every batch the router held was followed by a gap of
-// about that second (400 deliveries took 21 s, not 2). The bound leaves
-// room for a loaded CI machine, where one delivery takes far longer than
-// the receiver's 10 ms.
+// arrival log: with the fixed put-back delay of before (PoolBusyDelay, 1 s)
+// every batch the router held was followed by a gap of about that second
+// (400 deliveries took 21 s, not 2); now such gaps are gone but for a stall
+// of a loaded machine.
 func TestBusyPoolKeepsItsSlotsBusy(t *testing.T) {
 	t.Parallel()
 	rec := &flightRecorder{hold: 10 * time.Millisecond}
@@ -232,14 +230,22 @@ func TestBusyPoolKeepsItsSlotsBusy(t *testing.T) {
 	arrivals := slices.Clone(rec.arrivals)
 	slices.SortFunc(arrivals, func(a, b time.Time) int { return a.Compare(b) })
 	var worst time.Duration
+	long := 0 // gaps of nearly the old fixed put-back delay
 	for i := 1; i < len(arrivals); i++ {
-		if gap := arrivals[i].Sub(arrivals[i-1]); gap > 100*time.Millisecond {
+		gap := arrivals[i].Sub(arrivals[i-1])
+		if gap > 100*time.Millisecond {
 			t.Logf("gap of %s after arrival %d", gap, i)
 		}
-		worst = max(worst, arrivals[i].Sub(arrivals[i-1]))
+		if gap >= 900*time.Millisecond {
+			long++
+		}
+		worst = max(worst, gap)
 	}
-	t.Logf("400 deliveries through 4 slots in %s, largest gap between arrivals %s, max in flight %d",
-		arrivals[len(arrivals)-1].Sub(arrivals[0]), worst, rec.maxSeen)
+	t.Logf("400 deliveries through 4 slots in %s, largest gap between arrivals %s, %d gaps of 900 ms or more, max in flight %d",
+		arrivals[len(arrivals)-1].Sub(arrivals[0]), worst, long, rec.maxSeen)
 	require.LessOrEqual(t, rec.maxSeen, 4)
-	require.Less(t, worst, 800*time.Millisecond, "a delivery slot stayed idle while work waited")
+	// With the fixed put-back delay every batch the router held was
+	// followed by such a gap (8 of them for 400 jobs); a loaded machine
+	// may stall once or twice on its own.
+	require.LessOrEqual(t, long, 2, "delivery slots stayed idle while work waited")
 }
