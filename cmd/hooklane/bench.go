@@ -35,6 +35,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mongoDB := fs.String("mongo-database", "", "MongoDB database of --mode mongo-sqs (default: a fresh hooklane_bench_<time>)")
 	sqsEndpoint := fs.String("sqs-endpoint", os.Getenv("HOOKLANE_SQS_ENDPOINT"), "SQS endpoint of --mode mongo-sqs (env HOOKLANE_SQS_ENDPOINT)")
 	sqsQueueURL := fs.String("sqs-queue-url", os.Getenv("HOOKLANE_SQS_QUEUE_URL"), "SQS FIFO queue of --mode mongo-sqs (env HOOKLANE_SQS_QUEUE_URL)")
+	sqliteSync := fs.String("sqlite-synchronous", "full", "embedded store durability of the in-process gateway: full (the gateway's default) or normal (the gateway's environment is not read: set it here)")
 	sqsRegion := fs.String("sqs-region", cmpOr(os.Getenv("HOOKLANE_SQS_REGION"), "us-east-1"), "AWS region of the queue")
 	budget := fs.Duration("budget", 0, "time budget of the whole run, soak excluded; phases that no longer fit are skipped (default 170s)")
 	phases := fs.String("phases", "", "phases to run, comma-separated: "+strings.Join(bench.AllPhases(), ",")+" (default all; the ceiling always runs)")
@@ -111,6 +112,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		var rt *roundTrips
 		switch *mode {
 		case "embedded":
+			gw = []string{"--sqlite-synchronous", *sqliteSync}
 		case "mongo-sqs":
 			if *mongoURI == "" || *sqsEndpoint == "" || *sqsQueueURL == "" {
 				return errors.New("bench --mode mongo-sqs needs --mongo-uri, --sqs-endpoint and --sqs-queue-url")
