@@ -35,6 +35,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mongoDB := fs.String("mongo-database", "", "MongoDB database of --mode mongo-sqs (default: a fresh hooklane_bench_<time>)")
 	sqsEndpoint := fs.String("sqs-endpoint", os.Getenv("HOOKLANE_SQS_ENDPOINT"), "SQS endpoint of --mode mongo-sqs (env HOOKLANE_SQS_ENDPOINT)")
 	sqsQueueURL := fs.String("sqs-queue-url", os.Getenv("HOOKLANE_SQS_QUEUE_URL"), "SQS FIFO queue of --mode mongo-sqs (env HOOKLANE_SQS_QUEUE_URL)")
+	tracing := fs.Bool("tracing", false, "turn the in-process gateway's OpenTelemetry tracing on, every trace sampled, exporting to a loopback OTLP/HTTP sink that discards the spans")
 	sqliteSync := fs.String("sqlite-synchronous", "full", "embedded store durability of the in-process gateway: full (the gateway's default) or normal (the gateway's environment is not read: set it here)")
 	sqsRegion := fs.String("sqs-region", cmpOr(os.Getenv("HOOKLANE_SQS_REGION"), "us-east-1"), "AWS region of the queue")
 	budget := fs.Duration("budget", 0, "time budget of the whole run, soak excluded; phases that no longer fit are skipped (default 170s)")
@@ -128,7 +129,19 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		default:
 			return fmt.Errorf("bench: unknown --mode %q (embedded or mongo-sqs)", *mode)
 		}
-		base, stop, err := startBenchGateway(ctx, logw, gw, rt)
+		var tracingCfg TracingConfig
+		if *tracing {
+			sink, err := startOTLPSink(ctx)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				_ = sink.stop(ctx)
+				_, _ = fmt.Fprintf(stdout, "tracing: %d OTLP exports, %d bytes of spans received by the sink\n", sink.requests.Load(), sink.bytes.Load())
+			}()
+			tracingCfg = TracingConfig{Enabled: true, Endpoint: sink.url}
+		}
+		base, stop, err := startBenchGateway(ctx, logw, gw, rt, tracingCfg)
 		if err != nil {
 			return err
 		}
@@ -191,9 +204,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // startBenchGateway runs the gateway in-process on 127.0.0.1:0 with a temp
-// data dir and the extra flags, its round trips counted by rt when not nil;
-// stop ends it and removes the data dir.
-func startBenchGateway(ctx context.Context, logw io.Writer, extra []string, rt *roundTrips) (string, func() error, error) {
+// data dir and the extra flags, its round trips counted by rt when not nil
+// and tracing configured by tc (the environment is not read); stop ends it
+// and removes the data dir.
+func startBenchGateway(ctx context.Context, logw io.Writer, extra []string, rt *roundTrips, tc TracingConfig) (string, func() error, error) {
 	dir, err := os.MkdirTemp("", "hooklane-bench-")
 	if err != nil {
 		return "", nil, fmt.Errorf("create data dir: %w", err)
@@ -205,6 +219,7 @@ func startBenchGateway(ctx context.Context, logw io.Writer, extra []string, rt *
 		return "", nil, fmt.Errorf("configure gateway: %w", err)
 	}
 	cfg.roundTrips = rt
+	cfg.Tracing = tc
 	gctx, cancel := context.WithCancel(ctx)
 	addr := make(chan string, 1)
 	done := make(chan error, 1)

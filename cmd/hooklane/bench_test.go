@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -67,4 +69,26 @@ func TestBenchRefusesMongoSQSWithoutTheStack(t *testing.T) {
 		func(string) string { return "" }, &stdout, &stderr)
 	require.NotEqual(t, 0, code)
 	require.Contains(t, stderr.String(), "needs --mongo-uri, --sqs-endpoint and --sqs-queue-url")
+}
+
+func TestBenchTracingExportsSpansToItsSink(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "--short", "--duration", "300ms", "--phases", "latency", "--rates", "100", "--tracing"},
+		func(string) string { return "" }, &stdout, &stderr)
+	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr.String(), stdout.String())
+	m := regexp.MustCompile(`tracing: (\d+) OTLP exports, (\d+) bytes`).FindStringSubmatch(stdout.String())
+	require.NotNil(t, m, "the tracing summary line: %s", stdout.String())
+	exports, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	require.Positive(t, exports, "the gateway exported its spans to the sink")
+}
+
+func TestBenchPassesTheSQLiteSynchronousSetting(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "--short", "--sqlite-synchronous", "sometimes"},
+		func(string) string { return "" }, &stdout, &stderr)
+	require.NotEqual(t, 0, code, "an invalid value reaches the gateway's validation")
+	require.Contains(t, stderr.String(), "HOOKLANE_SQLITE_SYNCHRONOUS")
 }
