@@ -3,12 +3,13 @@ package api
 import (
 	"errors"
 
+	"github.com/hooklane/hooklane/pools"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/subscription"
 )
 
 // domainProblem maps the typed errors of the domain services the handlers
-// call (schema.Catalog, subscription.Service) to the problem the client
+// call (schema.Catalog, subscription.Service, pools.Service) to the problem the client
 // sees: a rejection is a 422 with its pointers, a conflict a 409, a
 // missing event type or version a 404 naming it. ok is false for any
 // other error.
@@ -19,6 +20,8 @@ func domainProblem(err error) (p *Problem, ok bool) {
 		snf   *schema.NotFoundError
 		rej   *subscription.Rejection
 		conf  *subscription.Conflict
+		prej  *pools.Rejection
+		pconf *pools.Conflict
 	)
 	switch {
 	case errors.As(err, &srej):
@@ -35,6 +38,14 @@ func domainProblem(err error) (p *Problem, ok bool) {
 		return unprocessable(rej.Detail, fieldErrors(rej.Errors)...), true
 	case errors.As(err, &conf):
 		return conflict(conf.Detail), true
+	case errors.As(err, &prej):
+		errs := make([]FieldError, len(prej.Errors))
+		for i, e := range prej.Errors {
+			errs[i] = FieldError{Pointer: e.Pointer, Message: e.Message}
+		}
+		return unprocessable(prej.Detail, errs...), true
+	case errors.As(err, &pconf):
+		return conflict(pconf.Detail), true
 	}
 	return nil, false
 }

@@ -1,13 +1,13 @@
 package api
 
 import (
-	"fmt"
+	"context"
 	"net/http"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/pools"
 )
 
 type poolInput struct {
@@ -18,73 +18,55 @@ type poolInput struct {
 	Concurrency   *int     `json:"concurrency"`
 }
 
-// poolBurstDefault is the burst of a rate-limited pool that names none.
-const poolBurstDefault = 10
-
-// poolConcurrencyDefault is the concurrency of a pool that names none.
-const poolConcurrencyDefault = 16
-
-// poolConcurrencyMax bounds one pool's concurrency.
-const poolConcurrencyMax = 10000
-
-func validatePool(p *dispatch.Pool) []FieldError {
-	var errs []FieldError
-	if p.Code == "" || len(p.Code) > 128 || strings.ContainsAny(p.Code, " /\t\n") {
-		errs = append(errs, FieldError{Pointer: "/code", Message: "is required: up to 128 characters, no spaces or slashes"})
+// decodePool reads a pool from the request body; ratePerSecond's presence
+// is kept apart from its value, since null there means "no limit".
+func decodePool(c *gin.Context) (*pools.Input, error) {
+	var raw map[string]any
+	if err := decodeJSON(c.Request, &raw, adminBodyLimit); err != nil {
+		return nil, err
 	}
-	if p.RatePerSecond != nil && *p.RatePerSecond <= 0 {
-		errs = append(errs, FieldError{Pointer: "/ratePerSecond", Message: "must be positive, or null for no limit"})
+	var in poolInput
+	if err := reDecode(raw, &in); err != nil {
+		return nil, err
 	}
-	if p.Burst < 1 {
-		errs = append(errs, FieldError{Pointer: "/burst", Message: "must be at least 1"})
-	}
-	if p.Concurrency < 1 || p.Concurrency > poolConcurrencyMax {
-		errs = append(errs, FieldError{Pointer: "/concurrency", Message: fmt.Sprintf("must be between 1 and %d", poolConcurrencyMax)})
-	}
-	return errs
+	_, rateGiven := raw["ratePerSecond"]
+	return &pools.Input{
+		Code: in.Code, Name: in.Name, RatePerSecond: in.RatePerSecond, RateGiven: rateGiven,
+		Burst: in.Burst, Concurrency: in.Concurrency,
+	}, nil
 }
 
-func (in *poolInput) apply(p *dispatch.Pool, rateGiven bool) {
-	if in.Code != nil {
-		p.Code = *in.Code
+// newPools builds the pool service the handlers call from the ports in cfg;
+// nil when a port it needs is missing, as newCatalog.
+func newPools(cfg *Config) *pools.Service {
+	if cfg.Store == nil || cfg.IDs == nil {
+		return nil
 	}
-	if in.Name != nil {
-		p.Name = *in.Name
+	pc := pools.Config{Store: cfg.Store, NewIDFunc: cfg.IDs.New, OnChangeFunc: cfg.PoolChangedFunc, NowFunc: cfg.NowFunc}
+	if subs := cfg.Subscriptions; subs != nil {
+		pc.UsedByFunc = func(ctx context.Context, poolID string) (string, error) {
+			ix, err := subs.Index(ctx)
+			if err != nil {
+				return "", err
+			}
+			for _, sub := range ix.Subscriptions() {
+				if sub.DispatchPoolID != nil && *sub.DispatchPoolID == poolID {
+					return sub.Code, nil
+				}
+			}
+			return "", nil
+		}
 	}
-	if rateGiven {
-		p.RatePerSecond = in.RatePerSecond
-	}
-	if in.Burst != nil {
-		p.Burst = *in.Burst
-	}
-	if in.Concurrency != nil {
-		p.Concurrency = *in.Concurrency
-	}
+	return pools.NewService(pc)
 }
 
 func (s *Server) createPool(c *gin.Context) error {
-	var in poolInput
-	var raw map[string]any
-	if err := decodeJSON(c.Request, &raw, adminBodyLimit); err != nil {
+	in, err := decodePool(c)
+	if err != nil {
 		return err
 	}
-	if err := reDecode(raw, &in); err != nil {
-		return err
-	}
-	now := s.now()
-	p := &dispatch.Pool{ID: s.cfg.IDs.New(), Burst: poolBurstDefault, Concurrency: poolConcurrencyDefault, CreatedAt: now, UpdatedAt: now}
-	_, rateGiven := raw["ratePerSecond"]
-	in.apply(p, rateGiven)
-	if p.Name == "" {
-		p.Name = p.Code
-	}
-	if errs := validatePool(p); len(errs) > 0 {
-		return unprocessable("the dispatch pool is invalid", errs...)
-	}
-	if err := s.cfg.Store.PoolInsert(c.Request.Context(), p); err != nil {
-		if isConflict(err) {
-			return conflict(fmt.Sprintf("a dispatch pool with code %q exists", p.Code))
-		}
+	p, err := s.pools.Create(c.Request.Context(), in)
+	if err != nil {
 		return err
 	}
 	c.Header("Location", "/api/dispatch-pools/"+p.ID)
@@ -97,19 +79,19 @@ func (s *Server) listPools(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	pools, err := s.cfg.Store.PoolList(c.Request.Context())
+	ps, err := s.pools.List(c.Request.Context())
 	if err != nil {
 		return err
 	}
 	// Pools are few: the store returns them all and the page is cut here,
 	// newest (largest ULID) first.
-	items, next := pageDesc(pools, func(p *dispatch.Pool) string { return p.ID }, limit, cursor)
+	items, next := pageDesc(ps, func(p *dispatch.Pool) string { return p.ID }, limit, cursor)
 	writePage(c, items, next)
 	return nil
 }
 
 func (s *Server) getPool(c *gin.Context) error {
-	p, err := s.cfg.Store.PoolGetByID(c.Request.Context(), c.Param("id"))
+	p, err := s.pools.Get(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		return s.notFoundOr(err, "dispatch pool")
 	}
@@ -118,62 +100,25 @@ func (s *Server) getPool(c *gin.Context) error {
 }
 
 func (s *Server) patchPool(c *gin.Context) error {
-	p, err := s.cfg.Store.PoolGetByID(c.Request.Context(), c.Param("id"))
+	// A missing pool is a 404 before the body is read.
+	if _, err := s.pools.Get(c.Request.Context(), c.Param("id")); err != nil {
+		return s.notFoundOr(err, "dispatch pool")
+	}
+	in, err := decodePool(c)
+	if err != nil {
+		return err
+	}
+	p, err := s.pools.Patch(c.Request.Context(), c.Param("id"), in)
 	if err != nil {
 		return s.notFoundOr(err, "dispatch pool")
-	}
-	var raw map[string]any
-	if err := decodeJSON(c.Request, &raw, adminBodyLimit); err != nil {
-		return err
-	}
-	var in poolInput
-	if err := reDecode(raw, &in); err != nil {
-		return err
-	}
-	if p.Code == dispatch.DefaultPoolCode && in.Code != nil && *in.Code != p.Code {
-		return conflict("the default pool's code cannot change")
-	}
-	_, rateGiven := raw["ratePerSecond"]
-	in.apply(p, rateGiven)
-	p.UpdatedAt = s.now()
-	if errs := validatePool(p); len(errs) > 0 {
-		return unprocessable("the dispatch pool is invalid", errs...)
-	}
-	if err := s.cfg.Store.PoolUpdate(c.Request.Context(), p); err != nil {
-		if isConflict(err) {
-			return conflict(fmt.Sprintf("a dispatch pool with code %q exists", p.Code))
-		}
-		return s.notFoundOr(err, "dispatch pool")
-	}
-	if s.cfg.PoolChangedFunc != nil {
-		s.cfg.PoolChangedFunc(p.ID)
 	}
 	c.JSON(http.StatusOK, p)
 	return nil
 }
 
 func (s *Server) deletePool(c *gin.Context) error {
-	p, err := s.cfg.Store.PoolGetByID(c.Request.Context(), c.Param("id"))
-	if err != nil {
+	if err := s.pools.Delete(c.Request.Context(), c.Param("id")); err != nil {
 		return s.notFoundOr(err, "dispatch pool")
-	}
-	if p.Code == dispatch.DefaultPoolCode {
-		return conflict("the default pool cannot be deleted")
-	}
-	ix, err := s.cfg.Subscriptions.Index(c.Request.Context())
-	if err != nil {
-		return err
-	}
-	for _, sub := range ix.Subscriptions() {
-		if sub.DispatchPoolID != nil && *sub.DispatchPoolID == p.ID {
-			return conflict(fmt.Sprintf("the pool is used by subscription %q", sub.Code))
-		}
-	}
-	if err := s.cfg.Store.PoolDelete(c.Request.Context(), p.ID); err != nil {
-		return s.notFoundOr(err, "dispatch pool")
-	}
-	if s.cfg.PoolChangedFunc != nil {
-		s.cfg.PoolChangedFunc(p.ID)
 	}
 	c.Status(http.StatusNoContent)
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/metrics"
+	"github.com/hooklane/hooklane/pools"
 	"github.com/hooklane/hooklane/pull"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/stream"
@@ -115,6 +116,7 @@ type Server struct {
 	catalog *schema.Catalog
 	// subscriptions is the subscription service (API.md §3).
 	subscriptions *subscription.Service
+	pools         *pools.Service
 }
 
 // New returns a Server with every route registered.
@@ -147,7 +149,7 @@ func New(cfg Config) *Server {
 	if err := e.SetTrustedProxies(proxies); err != nil {
 		panic(fmt.Sprintf("api: trusted proxies %v: %v", proxies, err)) // netip.Prefix strings always parse
 	}
-	s := &Server{cfg: cfg, engine: e, catalog: newCatalog(&cfg), subscriptions: newSubscriptions(&cfg)}
+	s := &Server{cfg: cfg, engine: e, catalog: newCatalog(&cfg), subscriptions: newSubscriptions(&cfg), pools: newPools(&cfg)}
 
 	// Order: the request id first (so every later log line carries it),
 	// then the access log and metrics, then panic recovery, so a panic is
