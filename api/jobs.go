@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/endpoint"
-	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/store"
+	"github.com/hooklane/hooklane/tasks"
 )
 
 func (s *Server) getJob(c *gin.Context) error {
@@ -150,67 +150,20 @@ func (s *Server) createTaskJob(c *gin.Context) error {
 	if err := decodeJSON(c.Request, &in, adminBodyLimit); err != nil {
 		return err
 	}
-	// Validate through the subscription rules: a TASK job carries the same
-	// delivery settings a subscription does.
-	probe := &subscription.Subscription{}
-	probe.ApplyDefaults()
-	probe.Code = "task"
-	probe.EventTypes = []subscription.Binding{{EventTypeCode: "task:job"}}
-	probe.Target, probe.Headers = in.TargetURL, in.Headers
-	probe.Auth, probe.TLS = in.Auth, in.TLS
-	probe.Mode = cmp.Or(in.Mode, dispatch.ModeImmediate)
-	if in.TimeoutSeconds != nil {
-		probe.TimeoutSeconds = *in.TimeoutSeconds
-	}
-	if in.MaxAgeSeconds != nil {
-		probe.MaxAgeSeconds = *in.MaxAgeSeconds
-	}
-	if in.Retry != nil {
-		probe.Retry = in.Retry.WithDefaults()
-	}
-	if in.DispatchPoolID != "" {
-		probe.DispatchPoolID = &in.DispatchPoolID
-	}
-	var errs []FieldError
-	if strings.TrimSpace(in.Code) == "" {
-		errs = append(errs, FieldError{Pointer: "/code", Message: "is required"})
-	}
-	if len(in.Payload) == 0 {
-		errs = append(errs, FieldError{Pointer: "/payload", Message: "is required"})
-	}
-	if len(errs) > 0 {
-		return unprocessable("the job is invalid", errs...)
-	}
-	if err := s.subscriptions.Check(c.Request.Context(), probe); err != nil {
-		var rej *subscription.Rejection
-		if !errors.As(err, &rej) {
-			return err
+	j, secret, err := s.tasks.Create(c.Request.Context(), &tasks.Input{
+		Code: in.Code, TargetURL: in.TargetURL, Payload: in.Payload, Subject: in.Subject,
+		MessageGroup: in.MessageGroup, Mode: in.Mode, DispatchPoolID: in.DispatchPoolID, Headers: in.Headers,
+		TimeoutSeconds: in.TimeoutSeconds, MaxAgeSeconds: in.MaxAgeSeconds, Retry: in.Retry,
+		Secret: in.Secret, Auth: in.Auth, TLS: in.TLS,
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrUnavailable) {
+			return newProblem(http.StatusServiceUnavailable, "the job could not be stored; retry later")
 		}
-		errs := fieldErrors(rej.Errors)
-		for i := range errs {
-			errs[i].Pointer = strings.Replace(errs[i].Pointer, "/target", "/targetUrl", 1)
-		}
-		return unprocessable("the job is invalid", errs...)
-	}
-	secret := subscription.NewSecret()
-	generated := true
-	if in.Secret != nil {
-		if _, err := subscription.SecretKey(*in.Secret); err != nil {
-			return unprocessable("the secret is invalid", FieldError{Pointer: "/secret", Message: err.Error()})
-		}
-		secret, generated = *in.Secret, false
-	}
-	settings := probe.JobSettings()
-	settings.SubscriptionID, settings.Subscription, settings.Delivery = "", "", dispatch.DeliveryPush
-	j := dispatch.NewTaskJob(&dispatch.TaskSpec{
-		ID: s.cfg.IDs.New(), Code: in.Code, Subject: in.Subject, MessageGroup: in.MessageGroup,
-		Payload: in.Payload, Secret: secret, Auth: in.Auth, TLS: in.TLS, Settings: *settings,
-	}, s.now())
-	if err := s.cfg.Jobs.Create(c.Request.Context(), []*dispatch.Job{j}); err != nil {
-		return newProblem(http.StatusServiceUnavailable, "the job could not be stored; retry later")
+		return err
 	}
 	c.Header("Location", "/api/dispatch-jobs/"+j.ID)
-	if !generated {
+	if secret == "" {
 		c.JSON(http.StatusCreated, jobForCaller(c, j))
 		return nil
 	}

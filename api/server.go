@@ -23,6 +23,7 @@ import (
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/tasks"
 )
 
 // adminBodyLimit bounds the body of every request but ingest (which has its
@@ -117,6 +118,7 @@ type Server struct {
 	// subscriptions is the subscription service (API.md §3).
 	subscriptions *subscription.Service
 	pools         *pools.Service
+	tasks         *tasks.Service
 }
 
 // New returns a Server with every route registered.
@@ -150,6 +152,7 @@ func New(cfg Config) *Server {
 		panic(fmt.Sprintf("api: trusted proxies %v: %v", proxies, err)) // netip.Prefix strings always parse
 	}
 	s := &Server{cfg: cfg, engine: e, catalog: newCatalog(&cfg), subscriptions: newSubscriptions(&cfg), pools: newPools(&cfg)}
+	s.tasks = newTasks(&cfg, s.subscriptions)
 
 	// Order: the request id first (so every later log line carries it),
 	// then the access log and metrics, then panic recovery, so a panic is
@@ -356,7 +359,3 @@ func (s *Server) readyz(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready", "checks": checks})
 }
-
-// now is the server's clock, truncated to the milliseconds every stored
-// timestamp keeps.
-func (s *Server) now() time.Time { return s.cfg.NowFunc().UTC().Truncate(time.Millisecond) }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/tasks"
 	"github.com/hooklane/hooklane/webhook"
 )
 
@@ -49,4 +50,13 @@ func newSubscriptions(cfg *Config) *subscription.Service {
 		}
 	}
 	return subscription.NewService(sc)
+}
+
+// newTasks builds the TASK job service the handlers call; nil when a port
+// it needs is missing, as newCatalog.
+func newTasks(cfg *Config, subs *subscription.Service) *tasks.Service {
+	if subs == nil {
+		return nil
+	}
+	return tasks.NewService(tasks.Config{Checker: subs, Jobs: cfg.Jobs, NewIDFunc: cfg.IDs.New, NowFunc: cfg.NowFunc})
 }
