@@ -56,6 +56,7 @@ func (lc *Lifecycle) Claim(ctx context.Context, j *Job, p ClaimParams) error {
 		if _, err := lc.RecordOutcome(ctx, j, Outcome{Err: Permanent(errors.New("max age passed before delivery"))}); err != nil {
 			return err
 		}
+		lc.freeProbeOf(ctx, j)
 		return ErrExpired
 	}
 	if err := j.Transition(StatusInProgress, now); err != nil {
@@ -122,7 +123,18 @@ func (lc *Lifecycle) RecordOutcome(ctx context.Context, j *Job, o Outcome) (*Job
 	if err != nil {
 		return nil, err
 	}
+	if o.Attempted {
+		lc.countOutcome(ctx, j, a, o.Err)
+		lc.attemptHook(j, a, o.Err)
+	}
 	return j, lc.releaseAfter(ctx, j)
+}
+
+// attemptHook calls OnAttemptFunc for an attempt of a subscription's job.
+func (lc *Lifecycle) attemptHook(j *Job, a Attempt, err error) {
+	if lc.cfg.OnAttemptFunc != nil && j.SubscriptionID != "" {
+		lc.cfg.OnAttemptFunc(j, a, err)
+	}
 }
 
 // recordAttempt appends a to the job's attempts, replacing an ABANDONED
@@ -212,6 +224,9 @@ func (lc *Lifecycle) Report(ctx context.Context, id, worker, action string, o Ou
 	if repeat {
 		return j, true, nil
 	}
+	if n := len(j.Attempts); n > 0 {
+		lc.attemptHook(j, j.Attempts[n-1], o.Err)
+	}
 	return j, false, lc.releaseAfter(ctx, j)
 }
 
@@ -248,6 +263,7 @@ func (lc *Lifecycle) HandBack(ctx context.Context, j *Job, reason string) error 
 	if _, err := lc.tryWrite(ctx, j, []stream.Event{ev}); err != nil {
 		return fmt.Errorf("hand job back: %w", err)
 	}
+	lc.freeProbeOf(ctx, j)
 	return nil
 }
 

@@ -65,14 +65,29 @@ func (lc *Lifecycle) ReleaseGroup(ctx context.Context, subscriptionID, group str
 	return lc.queue(ctx, run, "blocker finished")
 }
 
-// held reports whether j is parked behind a blocker (not paused).
+// held reports whether j is parked behind a blocker (not paused, not
+// waiting for its circuit).
 func held(j *Job) bool {
-	return j.Status == StatusPending && j.BlockedBy != "" && j.BlockedBy != BlockedByPaused
+	return j.Status == StatusPending && j.BlockedBy != "" && j.BlockedBy != BlockedByPaused && j.BlockedBy != BlockedByCircuit
 }
 
 // ReleaseSubscription queues every job of a subscription parked while it was
 // paused and returns how many it queued. The API calls it on resume.
 func (lc *Lifecycle) ReleaseSubscription(ctx context.Context, subscriptionID string) (int, error) {
+	return lc.releaseParked(ctx, subscriptionID, BlockedByPaused, "subscription resumed")
+}
+
+// ReleaseCircuit queues every job of a subscription parked by its circuit
+// and returns how many it queued: its circuit closed (the probe succeeded,
+// an operator resumed the subscription), so the waiting jobs are due at
+// once. Jobs are queued in ingest order, so ordered groups keep their order.
+func (lc *Lifecycle) ReleaseCircuit(ctx context.Context, subscriptionID string) (int, error) {
+	return lc.releaseParked(ctx, subscriptionID, BlockedByCircuit, "circuit closed")
+}
+
+// releaseParked queues every PENDING job of a subscription whose BlockedBy
+// is blockedBy, in ingest order, and returns how many it queued.
+func (lc *Lifecycle) releaseParked(ctx context.Context, subscriptionID, blockedBy, reason string) (int, error) {
 	var parked []*Job
 	p := &JobListParams{Status: StatusPending, SubscriptionID: subscriptionID, Limit: 500}
 	for {
@@ -81,7 +96,7 @@ func (lc *Lifecycle) ReleaseSubscription(ctx context.Context, subscriptionID str
 			return 0, fmt.Errorf("list pending jobs of subscription %s: %w", subscriptionID, err)
 		}
 		for _, j := range pg.Jobs {
-			if j.BlockedBy == BlockedByPaused {
+			if j.BlockedBy == blockedBy {
 				parked = append(parked, j)
 			}
 		}
@@ -100,7 +115,7 @@ func (lc *Lifecycle) ReleaseSubscription(ctx context.Context, subscriptionID str
 	n := 0
 	for start := 0; start < len(parked); start += 500 {
 		batch := parked[start:min(start+500, len(parked))]
-		if _, err := lc.queueMany(ctx, batch, "subscription resumed", &n); err != nil {
+		if _, err := lc.queueMany(ctx, batch, reason, &n); err != nil {
 			return n, err
 		}
 	}

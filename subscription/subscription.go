@@ -43,7 +43,15 @@ type Subscription struct {
 	DataOnly       bool              `json:"dataOnly"`
 	Retry          dispatch.Retry    `json:"retry"`
 	Status         Status            `json:"status"`
-	CustomConfig   []KeyValue        `json:"customConfig"`
+	// StatusReason says why and since when the gateway paused the
+	// subscription (auto-disable, API.md §12); nil otherwise. Only the
+	// gateway sets it, so it is no member a request can write.
+	StatusReason *string    `json:"-"`
+	CustomConfig []KeyValue `json:"customConfig"`
+	// Circuit is the subscription's circuit as the API shows it, set by the
+	// API before it answers; never stored. Nil renders a CLOSED circuit for
+	// a push subscription and null for a pull one (it has none).
+	Circuit *dispatch.CircuitView `json:"-"`
 	// Secrets sign deliveries: the newest first; an older one keeps signing
 	// until its ExpiresAt. Shown only by the secret endpoints.
 	Secrets   []Secret  `json:"-"`

@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -9,17 +10,18 @@ import (
 	"github.com/hooklane/hooklane/subscription"
 )
 
-const subscriptionColumns = `secrets, doc`
+const subscriptionColumns = `secrets, doc, status_reason`
 
 // subscriptionDocument is the stored form of a subscription, without the
-// API's MarshalJSON. Its secrets, which have no JSON form, have a column of
-// their own.
+// API's MarshalJSON. Its secrets and status reason, which have no JSON
+// form, have columns of their own.
 type subscriptionDocument subscription.Subscription
 
 // subscriptionRow is a subscription encoded for its table.
 type subscriptionRow struct {
 	id, code, clientKey, status string
 	secrets, doc                []byte
+	statusReason                sql.NullString
 }
 
 func newSubscriptionRow(sub *subscription.Subscription) (*subscriptionRow, error) {
@@ -40,7 +42,7 @@ func newSubscriptionRow(sub *subscription.Subscription) (*subscriptionRow, error
 	}
 	return &subscriptionRow{
 		id: sub.ID, code: sub.Code, clientKey: clientKey(sub.ClientID), status: string(sub.Status),
-		secrets: sb, doc: doc,
+		secrets: sb, doc: doc, statusReason: nullString(sub.StatusReason),
 	}, nil
 }
 
@@ -53,9 +55,18 @@ func clientKey(clientID *string) string {
 	return "c:" + *clientID
 }
 
+// nullString is the column form of an optional string.
+func nullString(s *string) sql.NullString {
+	if s == nil {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: *s, Valid: true}
+}
+
 func scanSubscription(r rowScanner) (*subscription.Subscription, error) {
 	var secrets, doc []byte
-	if err := r.Scan(&secrets, &doc); err != nil {
+	var reason sql.NullString
+	if err := r.Scan(&secrets, &doc, &reason); err != nil {
 		return nil, err //nolint:wrapcheck // wrapped by the caller with its action
 	}
 	sub := &subscription.Subscription{}
@@ -64,6 +75,9 @@ func scanSubscription(r rowScanner) (*subscription.Subscription, error) {
 	}
 	if err := json.Unmarshal(secrets, &sub.Secrets); err != nil {
 		return nil, fmt.Errorf("decode secrets of subscription %s: %w", sub.ID, err)
+	}
+	if reason.Valid {
+		sub.StatusReason = &reason.String
 	}
 	return sub, nil
 }
@@ -79,8 +93,8 @@ func (s *Store) SubscriptionInsert(ctx context.Context, sub *subscription.Subscr
 		return err
 	}
 	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO subscriptions (id, code, client_key, status, secrets, doc)
-			VALUES (?, ?, ?, ?, ?, ?)`, r.id, r.code, r.clientKey, r.status, r.secrets, r.doc); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO subscriptions (id, code, client_key, status, secrets, doc, status_reason)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.id, r.code, r.clientKey, r.status, r.secrets, r.doc, r.statusReason); err != nil {
 			return err //nolint:wrapcheck // wrapped below
 		}
 		return bumpGeneration(ctx, tx, "subscriptions")
@@ -164,7 +178,7 @@ func (s *Store) SubscriptionUpdate(ctx context.Context, sub *subscription.Subscr
 	}
 	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		if err := execOne(ctx, tx, `UPDATE subscriptions SET code = ?, client_key = ?, status = ?, secrets = ?,
-			doc = ? WHERE id = ?`, r.code, r.clientKey, r.status, r.secrets, r.doc, r.id); err != nil {
+			doc = ?, status_reason = ? WHERE id = ?`, r.code, r.clientKey, r.status, r.secrets, r.doc, r.statusReason, r.id); err != nil {
 			return err
 		}
 		return bumpGeneration(ctx, tx, "subscriptions")
