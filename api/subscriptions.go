@@ -140,6 +140,9 @@ func (s *Server) listSubscriptions(c *gin.Context) error {
 	if err != nil {
 		return err //nolint:wrapcheck // mapped by h
 	}
+	if err := s.withCircuits(c.Request.Context(), pg.Subscriptions...); err != nil {
+		return err
+	}
 	writePage(c, pg.Subscriptions, pg.NextCursor)
 	return nil
 }
@@ -173,6 +176,9 @@ func (s *Server) listSubscriptionsForType(c *gin.Context, want *subscription.Lis
 	if err != nil {
 		return err
 	}
+	if err := s.withCircuits(c.Request.Context(), items...); err != nil {
+		return err
+	}
 	writePage(c, items, next)
 	return nil
 }
@@ -182,6 +188,9 @@ func (s *Server) getSubscription(c *gin.Context) error {
 	if err != nil {
 		return s.notFoundOr(err, "subscription")
 	}
+	if err := s.withCircuits(c.Request.Context(), sub); err != nil {
+		return err
+	}
 	c.JSON(http.StatusOK, sub)
 	return nil
 }
@@ -190,6 +199,9 @@ func (s *Server) getSubscription(c *gin.Context) error {
 // cache, so the change applies to the next event on this instance.
 func (s *Server) writeSubscription(c *gin.Context, sub *subscription.Subscription) error {
 	sub.UpdatedAt = s.now()
+	if sub.Status == subscription.StatusActive {
+		sub.StatusReason = nil // only a paused subscription has a reason
+	}
 	if err := s.cfg.Store.SubscriptionUpdate(c.Request.Context(), sub); err != nil {
 		if isConflict(err) {
 			return conflict(fmt.Sprintf("a subscription with code %q exists for this client", sub.Code))
@@ -229,6 +241,9 @@ func (s *Server) patchSubscription(c *gin.Context) error {
 	if err := s.writeSubscription(c, &next); err != nil {
 		return err
 	}
+	if err := s.withCircuits(c.Request.Context(), &next); err != nil {
+		return err
+	}
 	c.JSON(http.StatusOK, &next)
 	return nil
 }
@@ -242,6 +257,12 @@ func (s *Server) setSubscriptionStatus(c *gin.Context, status subscription.Statu
 	if err := s.writeSubscription(c, sub); err != nil {
 		return err
 	}
+	if status == subscription.StatusActive {
+		s.resumed(c.Request.Context(), sub)
+	}
+	if err := s.withCircuits(c.Request.Context(), sub); err != nil {
+		return err
+	}
 	c.JSON(http.StatusOK, sub)
 	return nil
 }
@@ -251,15 +272,7 @@ func (s *Server) pauseSubscription(c *gin.Context) error {
 }
 
 func (s *Server) resumeSubscription(c *gin.Context) error {
-	if err := s.setSubscriptionStatus(c, subscription.StatusActive); err != nil {
-		return err
-	}
-	// Jobs parked while paused go out now. A failure is logged: the safety
-	// poll releases them later.
-	if _, err := s.cfg.Jobs.ReleaseSubscription(c.Request.Context(), c.Param("id")); err != nil {
-		s.cfg.Logger.WarnContext(c.Request.Context(), "release paused jobs failed", "subscription_id", c.Param("id"), "error", err)
-	}
-	return nil
+	return s.setSubscriptionStatus(c, subscription.StatusActive)
 }
 
 func (s *Server) deleteSubscription(c *gin.Context) error {
