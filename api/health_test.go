@@ -136,8 +136,8 @@ func TestSubscriptionHealth(t *testing.T) {
 	resp, got := ts.do(t, http.MethodGet, "/api/subscriptions/"+id+"/health", nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, map[string]any{
-		"subscription": "orders",
-		"circuit":      map[string]any{"state": "CLOSED", "consecutiveFailures": float64(0), "openedAt": nil, "nextProbeAt": nil},
+		"subscription":  "orders",
+		"circuit":       map[string]any{"state": "CLOSED", "consecutiveFailures": float64(0), "openedAt": nil, "nextProbeAt": nil},
 		"lastSuccessAt": nil, "lastFailureAt": nil, "lastError": nil,
 		"windows": []any{
 			map[string]any{"window": "1h", "attempts": float64(0), "succeeded": float64(0), "failed": float64(0), "successRate": nil, "latencyMs": nil},
