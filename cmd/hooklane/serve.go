@@ -168,7 +168,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	recorder := health.NewRecorder(health.RecorderConfig{Store: st, Logger: logger})
 	var svc *ingest.Service
 	forwarder := operational.NewForwarder(operational.ForwarderConfig{
-		Ingest: ingestFunc(func(ctx context.Context, req *ingest.Request) ([]ingest.Result, error) { return svc.Ingest(ctx, req) }),
+		Ingest:        ingestFunc(func(ctx context.Context, req *ingest.Request) ([]ingest.Result, error) { return svc.Ingest(ctx, req) }),
 		Subscriptions: st, Logger: logger, OnDropFunc: cm.ObserveOperationalDrop,
 	})
 	// The job lifecycle: the one owner of every job write (package dispatch).
@@ -388,7 +388,9 @@ func (s notifyingStore) EventIngest(ctx context.Context, p *ingest.EventIngestPa
 // ingestFunc adapts a function to operational.Ingester.
 type ingestFunc func(ctx context.Context, req *ingest.Request) ([]ingest.Result, error)
 
-func (f ingestFunc) Ingest(ctx context.Context, req *ingest.Request) ([]ingest.Result, error) { return f(ctx, req) }
+func (f ingestFunc) Ingest(ctx context.Context, req *ingest.Request) ([]ingest.Result, error) {
+	return f(ctx, req)
+}
 
 // observation is one recorded attempt as the health aggregates count it.
 func observation(j *dispatch.Job, a dispatch.Attempt, err error) health.Observation {
