@@ -2,8 +2,10 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/hooklane/hooklane/stream"
 )
@@ -138,24 +140,43 @@ func (lc *Lifecycle) queue(ctx context.Context, jobs []*Job, reason string) (boo
 	return n > 0, err
 }
 
-// queueMany moves PENDING jobs to QUEUED and sends the ones it moved. A job
-// that moved on meanwhile is skipped. It adds the number queued to *n.
+// queueMany moves PENDING jobs to QUEUED and sends the ones it moved, in
+// the order given. A job that moved on meanwhile is skipped. The moves are
+// independent version-checked writes, run side by side (queueWriters at a
+// time, as QueueDue does: the store batches concurrent writes), so
+// releasing the thousands of jobs an open circuit held takes seconds, not
+// minutes; the sends then follow the given order, which keeps each group's.
+// It adds the number queued to *n.
 func (lc *Lifecycle) queueMany(ctx context.Context, jobs []*Job, reason string, n *int) (int, error) {
 	now := lc.now()
-	var toSend []*Job
-	for _, j := range jobs {
+	moved := make([]bool, len(jobs))
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, queueWriters)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
 		if err := j.Transition(StatusQueued, now); err != nil {
 			continue
 		}
 		j.BlockedBy = ""
 		ev := j.StatusEvent(lc.cfg.NewID(), stream.TypeDispatchQueued, now)
 		ev.Data.Error = reason
-		won, err := lc.tryWrite(ctx, j, []stream.Event{ev})
-		if err != nil {
-			return len(toSend), fmt.Errorf("release job %s: %w", j.ID, err)
-		}
-		if !won {
-			continue // another releaser or the pending poller moved it
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			won, err := lc.tryWrite(ctx, j, []stream.Event{ev})
+			if err != nil {
+				errs[i] = fmt.Errorf("release job %s: %w", j.ID, err)
+			}
+			moved[i] = won // a loser was moved by another releaser or the pending poller
+		}()
+	}
+	wg.Wait()
+	var toSend []*Job
+	for i, j := range jobs {
+		if !moved[i] {
+			continue
 		}
 		*n++
 		if j.Delivery != DeliveryPull {
@@ -167,5 +188,5 @@ func (lc *Lifecycle) queueMany(ctx context.Context, jobs []*Job, reason string, 
 		// sends it again.
 		_, _ = lc.Send(ctx, toSend)
 	}
-	return len(toSend), nil
+	return len(toSend), errors.Join(errs...)
 }
