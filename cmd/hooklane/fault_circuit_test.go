@@ -28,8 +28,8 @@ type pathReceiver struct {
 	down    atomic.Bool
 	mu      sync.Mutex
 	refused map[string]int
-	seen    map[string]map[string]int      // path → id → deliveries
-	order   map[string]map[string][]int    // path → group → seqs, first deliveries in arrival order
+	seen    map[string]map[string]int   // path → id → deliveries
+	order   map[string]map[string][]int // path → group → seqs, first deliveries in arrival order
 }
 
 func newPathReceiver(t *testing.T) *pathReceiver {
