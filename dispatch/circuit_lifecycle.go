@@ -23,14 +23,17 @@ import (
 // the circuit's closing releases it (ReleaseCircuit).
 const BlockedByCircuit = "circuit-open"
 
-// Circuit hook kinds, passed to LifecycleConfig.OnCircuitFunc.
+// CircuitEvent is what LifecycleConfig.OnCircuitFunc is told happened.
+type CircuitEvent string
+
+// Circuit events, for metrics.
 const (
-	CircuitProbeStarted   = "probe_started"
-	CircuitProbeSucceeded = "probe_succeeded"
-	CircuitProbeFailed    = "probe_failed"
-	CircuitOpened         = "opened"
-	CircuitClosedKind     = "closed"
-	CircuitDisabled       = "disabled"
+	CircuitEventProbeStarted   CircuitEvent = "probe_started"
+	CircuitEventProbeSucceeded CircuitEvent = "probe_succeeded"
+	CircuitEventProbeFailed    CircuitEvent = "probe_failed"
+	CircuitEventOpened         CircuitEvent = "opened"
+	CircuitEventClosed         CircuitEvent = "closed"
+	CircuitEventDisabled       CircuitEvent = "disabled"
 )
 
 // designateScan bounds the pending jobs read to find the next probe.
@@ -111,7 +114,7 @@ func (lc *Lifecycle) HoldForCircuit(ctx context.Context, j *Job, lease time.Dura
 			return false, nil
 		case c.State == CircuitHalfOpen && c.ProbeJobID == j.ID:
 			return false, nil
-		case c.State == CircuitOpen && now.Before(*c.NextProbeAt):
+		case c.State == CircuitOpen && c.NextProbeAt != nil && now.Before(*c.NextProbeAt):
 			return true, lc.parkForCircuit(ctx, j, *c.NextProbeAt, "circuit open: waiting for its probe")
 		case c.probeHeld(j.ID, now):
 			return true, lc.parkForCircuit(ctx, j, *c.ProbeUntil, "circuit half-open: waiting for the probe "+c.ProbeJobID)
@@ -129,7 +132,7 @@ func (lc *Lifecycle) HoldForCircuit(ctx context.Context, j *Job, lease time.Dura
 		}
 		if won {
 			lc.cfg.Logger.InfoContext(ctx, "circuit probe", "subscription_id", j.SubscriptionID, "job_id", j.ID)
-			lc.circuitHook(CircuitProbeStarted)
+			lc.circuitHook(CircuitEventProbeStarted)
 			return false, nil
 		}
 	}
@@ -205,7 +208,7 @@ func (lc *Lifecycle) countOutcomeErr(ctx context.Context, j *Job, a Attempt, out
 		}
 		now := lc.now()
 		next := *c
-		ch, changed := lc.applyCircuitOutcome(&next, j, a, outcomeErr, now)
+		ch, changed := lc.applyCircuitOutcome(&next, j, outcomeErr, now)
 		if !changed {
 			return nil
 		}
@@ -225,7 +228,7 @@ func (lc *Lifecycle) countOutcomeErr(ctx context.Context, j *Job, a Attempt, out
 
 // applyCircuitOutcome applies one outcome of job j to c at now and reports
 // what changed, and whether anything did.
-func (lc *Lifecycle) applyCircuitOutcome(c *Circuit, j *Job, _ Attempt, outcomeErr error, now time.Time) (circuitChange, bool) {
+func (lc *Lifecycle) applyCircuitOutcome(c *Circuit, j *Job, outcomeErr error, now time.Time) (circuitChange, bool) {
 	p := &lc.cfg.Circuit
 	var ch circuitChange
 	probe := c.State == CircuitHalfOpen && c.ProbeJobID == j.ID
@@ -334,20 +337,20 @@ func failureText(a Attempt, err error) string {
 func (lc *Lifecycle) afterCircuitChange(ctx context.Context, j *Job, c *Circuit, ch circuitChange, now time.Time) error {
 	switch {
 	case ch.probeSucceeded:
-		lc.circuitHook(CircuitProbeSucceeded)
+		lc.circuitHook(CircuitEventProbeSucceeded)
 	case ch.probeFailed:
-		lc.circuitHook(CircuitProbeFailed)
+		lc.circuitHook(CircuitEventProbeFailed)
 	}
 	var errs []error
 	if ch.closed {
-		lc.circuitHook(CircuitClosedKind)
+		lc.circuitHook(CircuitEventClosed)
 		lc.cfg.Logger.InfoContext(ctx, "circuit closed", "subscription_id", c.SubscriptionID)
 		if _, err := lc.ReleaseCircuit(ctx, c.SubscriptionID); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if ch.opened {
-		lc.circuitHook(CircuitOpened)
+		lc.circuitHook(CircuitEventOpened)
 		lc.cfg.Logger.WarnContext(ctx, "circuit opened", "subscription_id", c.SubscriptionID,
 			"consecutive_failures", c.ConsecutiveFailures, "next_probe_at", c.NextProbeAt)
 	}
@@ -384,7 +387,7 @@ func (lc *Lifecycle) disable(ctx context.Context, j *Job, c *Circuit, now time.T
 	}
 	if changed {
 		lc.written(nil, events)
-		lc.circuitHook(CircuitDisabled)
+		lc.circuitHook(CircuitEventDisabled)
 		lc.cfg.Logger.WarnContext(ctx, "subscription disabled", "subscription_id", c.SubscriptionID, "reason", reason)
 	}
 	return nil
@@ -480,7 +483,7 @@ func (lc *Lifecycle) ResetCircuit(ctx context.Context, subscriptionID, code stri
 		}
 		if won {
 			if len(events) > 0 {
-				lc.circuitHook(CircuitClosedKind)
+				lc.circuitHook(CircuitEventClosed)
 			}
 			break
 		}
@@ -490,8 +493,8 @@ func (lc *Lifecycle) ResetCircuit(ctx context.Context, subscriptionID, code stri
 }
 
 // circuitHook calls OnCircuitFunc when set.
-func (lc *Lifecycle) circuitHook(kind string) {
+func (lc *Lifecycle) circuitHook(ev CircuitEvent) {
 	if lc.cfg.OnCircuitFunc != nil {
-		lc.cfg.OnCircuitFunc(kind)
+		lc.cfg.OnCircuitFunc(ev)
 	}
 }

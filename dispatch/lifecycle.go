@@ -83,10 +83,10 @@ type LifecycleConfig struct {
 	// a circuit's transition or a subscription's disabling (j nil) — with
 	// those events: the operational events. It must not block.
 	OnEventsFunc func(j *Job, events []stream.Event)
-	// OnCircuitFunc, when set, is called with one of the Circuit* kinds
-	// (probe started, succeeded, failed; circuit opened, closed;
-	// subscription disabled) each time one happens: for metrics.
-	OnCircuitFunc func(kind string)
+	// OnCircuitFunc, when set, is called with each CircuitEvent as it
+	// happens (a probe started, succeeded or failed; a circuit opened or
+	// closed; a subscription disabled): for metrics. It must not block.
+	OnCircuitFunc func(ev CircuitEvent)
 	Logger        *slog.Logger
 }
 

@@ -85,20 +85,20 @@ func (m *Metrics) Circuits(list CircuitsFunc, nowFunc func() time.Time) *Circuit
 	return c
 }
 
-// Observe counts one of the dispatch.Circuit* kinds.
-func (c *CircuitMetrics) Observe(kind string) {
-	switch kind {
-	case dispatch.CircuitProbeStarted:
+// Observe counts one dispatch.CircuitEvent.
+func (c *CircuitMetrics) Observe(ev dispatch.CircuitEvent) {
+	switch ev {
+	case dispatch.CircuitEventProbeStarted:
 		c.probes.WithLabelValues("started").Inc()
-	case dispatch.CircuitProbeSucceeded:
+	case dispatch.CircuitEventProbeSucceeded:
 		c.probes.WithLabelValues("succeeded").Inc()
-	case dispatch.CircuitProbeFailed:
+	case dispatch.CircuitEventProbeFailed:
 		c.probes.WithLabelValues("failed").Inc()
-	case dispatch.CircuitOpened:
+	case dispatch.CircuitEventOpened:
 		c.transitions.WithLabelValues("open").Inc()
-	case dispatch.CircuitClosedKind:
+	case dispatch.CircuitEventClosed:
 		c.transitions.WithLabelValues("closed").Inc()
-	case dispatch.CircuitDisabled:
+	case dispatch.CircuitEventDisabled:
 		c.disabled.Inc()
 	}
 }

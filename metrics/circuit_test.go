@@ -53,8 +53,8 @@ func TestCircuitMetricsAreBounded(t *testing.T) {
 	require.InDelta(t, 120*60, value(t, m, "hooklane_circuit_open_seconds", "subscription_id", "sub-000"), 0, "the longest open are listed")
 	require.Equal(t, 1, reads, "scrapes within 5 s share one read")
 
-	for _, k := range []string{dispatch.CircuitProbeStarted, dispatch.CircuitProbeStarted, dispatch.CircuitProbeFailed,
-		dispatch.CircuitOpened, dispatch.CircuitClosedKind, dispatch.CircuitDisabled} {
+	for _, k := range []dispatch.CircuitEvent{dispatch.CircuitEventProbeStarted, dispatch.CircuitEventProbeStarted, dispatch.CircuitEventProbeFailed,
+		dispatch.CircuitEventOpened, dispatch.CircuitEventClosed, dispatch.CircuitEventDisabled} {
 		cm.Observe(k)
 	}
 	cm.ObserveOperationalDrop()

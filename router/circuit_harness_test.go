@@ -198,8 +198,8 @@ func newRig(t *testing.T, st circuitStore, o rigOptions) *rig {
 		lc := dispatch.NewLifecycle(dispatch.LifecycleConfig{
 			Store: st, Queue: r.q, NewID: r.ids.New, NowFunc: clock.Now, RandFunc: func() float64 { return 0.999 },
 			Circuit: dispatch.CircuitPolicy{Store: st, Failures: o.failures, Cooldown: o.cooldown, AutoDisableAfter: o.autoDisableAfter},
-			OnCircuitFunc: func(kind string) {
-				n, _ := r.kinds.LoadOrStore(kind, new(atomic.Int64))
+			OnCircuitFunc: func(ev dispatch.CircuitEvent) {
+				n, _ := r.kinds.LoadOrStore(ev, new(atomic.Int64))
 				n.(*atomic.Int64).Add(1)
 			},
 		})
@@ -222,9 +222,9 @@ func newRig(t *testing.T, st circuitStore, o rigOptions) *rig {
 	return r
 }
 
-// kind returns how often the circuit hook reported kind.
-func (r *rig) kind(kind string) int64 {
-	n, ok := r.kinds.Load(kind)
+// kind returns how often the circuit hook reported ev.
+func (r *rig) kind(ev dispatch.CircuitEvent) int64 {
+	n, ok := r.kinds.Load(ev)
 	if !ok {
 		return 0
 	}
@@ -258,10 +258,10 @@ func (r *rig) insertOnly(t *testing.T, jobs []*dispatch.Job) {
 
 // waitKind waits until the circuit hook reported kind n times: the hooks
 // run right after the write that a test may see first.
-func (r *rig) waitKind(kind string, n int64) {
+func (r *rig) waitKind(ev dispatch.CircuitEvent, n int64) {
 	r.t.Helper()
-	require.Eventually(r.t, func() bool { return r.kind(kind) == n }, 10*time.Second, 5*time.Millisecond,
-		"hook %s never reported %d times", kind, n)
+	require.Eventually(r.t, func() bool { return r.kind(ev) == n }, 10*time.Second, 5*time.Millisecond,
+		"hook %s never reported %d times", ev, n)
 }
 
 // post stores an event of group (its messagegroup) and seq per item and

@@ -62,7 +62,7 @@ func TestCircuitOpensHoldsProbesOnceClosesAndDrains(t *testing.T) {
 		})
 		require.Equal(t, int64(4), r.rx.hits.Load(), "one probe")
 		require.Equal(t, 4, c.ConsecutiveFailures)
-		r.waitKind(dispatch.CircuitProbeFailed, 1)
+		r.waitKind(dispatch.CircuitEventProbeFailed, 1)
 		r.waitJobs("waiting for the circuit (or retrying the probe)", heads, func(j *dispatch.Job) bool { return j.Status == dispatch.StatusPending })
 		due := 0
 		for _, j := range r.jobs(heads) {
@@ -90,7 +90,7 @@ func TestCircuitOpensHoldsProbesOnceClosesAndDrains(t *testing.T) {
 			require.False(t, j.NextAttemptAt.After(*c.ProbeUntil))
 		}
 		require.Equal(t, int64(5), r.rx.hits.Load(), "exactly one probe while HALF_OPEN, with two routers racing")
-		require.Equal(t, int64(2), r.kind(dispatch.CircuitProbeStarted))
+		require.Equal(t, int64(2), r.kind(dispatch.CircuitEventProbeStarted))
 
 		// Closes and drains, each group in order.
 		release()
@@ -231,7 +231,7 @@ func TestCircuitAutoDisable(t *testing.T) {
 		}, 20*time.Second, 10*time.Millisecond, "never disabled")
 		require.NotNil(t, sub.StatusReason)
 		require.Contains(t, *sub.StatusReason, "every delivery attempt failed since")
-		r.waitKind(dispatch.CircuitDisabled, 1)
+		r.waitKind(dispatch.CircuitEventDisabled, 1)
 		events := r.subscriptionEvents()
 		require.Equal(t, stream.TypeSubscriptionDisabled, events[len(events)-1].Type)
 		require.Equal(t, *sub.StatusReason, events[len(events)-1].Data.Reason)
