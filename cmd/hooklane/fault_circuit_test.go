@@ -159,7 +159,7 @@ func TestFaultReceiverDownCircuit(t *testing.T) {
 	// Both circuits close at their next probe, then everything is
 	// delivered.
 	closedAfter := map[string]time.Duration{}
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(4 * time.Minute)
 	lost := map[string]int{}
 	for {
 		for code, id := range subIDs {
