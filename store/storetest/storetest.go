@@ -8,6 +8,7 @@ import (
 	"context"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/health"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/secretbox"
@@ -20,6 +21,8 @@ type Store interface {
 	ingest.Store
 	dispatch.Store
 	dispatch.PoolStore
+	dispatch.CircuitStore
+	health.Store
 	subscription.Store
 	schema.Store
 	stream.Store
