@@ -39,11 +39,11 @@ const (
 //
 // The machine (API.md §12):
 //
-//	CLOSED ── Failures consecutive retryable failures ──► OPEN
-//	OPEN ── NextProbeAt passed, a job takes the probe slot ──► HALF_OPEN
-//	HALF_OPEN ── the probe succeeds ──► CLOSED (waiting jobs released)
-//	HALF_OPEN ── the probe fails ──► OPEN, cooldown doubled (≤ MaxCooldown)
-//	any ── a success, or the subscription resumed ──► CLOSED
+//	CLOSED    ──► OPEN       Failures consecutive retryable failures
+//	OPEN      ──► HALF_OPEN  NextProbeAt passed, a job takes the probe slot
+//	HALF_OPEN ──► CLOSED     the probe succeeds (waiting jobs released)
+//	HALF_OPEN ──► OPEN       the probe fails: cooldown doubled (≤ MaxCooldown)
+//	any       ──► CLOSED     a success, or the subscription resumed
 //
 // The stored State is OPEN from the opening until a job takes the probe
 // slot (a version-checked write: of racing routers exactly one wins); an

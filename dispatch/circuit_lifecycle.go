@@ -141,7 +141,7 @@ func (lc *Lifecycle) HoldForCircuit(ctx context.Context, j *Job, lease time.Dura
 	return true, lc.parkForCircuit(ctx, j, lc.now().Add(time.Second), "circuit half-open: probe being taken")
 }
 
-// parkForCircuit parks a QUEUED job until until (no later than its max age,
+// parkForCircuit parks a QUEUED job until the time until (no later than its max age,
 // at which it comes back to be discarded), held by the circuit. The circuit
 // may have closed between the read and the park: it is read again, and the
 // job released if so.

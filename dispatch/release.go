@@ -161,16 +161,14 @@ func (lc *Lifecycle) queueMany(ctx context.Context, jobs []*Job, reason string, 
 		ev := j.StatusEvent(lc.cfg.NewID(), stream.TypeDispatchQueued, now)
 		ev.Data.Error = reason
 		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
 			won, err := lc.tryWrite(ctx, j, []stream.Event{ev})
 			if err != nil {
 				errs[i] = fmt.Errorf("release job %s: %w", j.ID, err)
 			}
 			moved[i] = won // a loser was moved by another releaser or the pending poller
-		}()
+		})
 	}
 	wg.Wait()
 	var toSend []*Job

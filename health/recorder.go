@@ -143,7 +143,7 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	}
 	if err := r.cfg.Store.HealthRecord(ctx, p); err != nil {
 		r.putBack(buckets, lasts)
-		return err //nolint:wrapcheck // the store names the action
+		return err
 	}
 	return nil
 }

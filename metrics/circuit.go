@@ -76,7 +76,8 @@ func (m *Metrics) Circuits(list CircuitsFunc, nowFunc func() time.Time) *Circuit
 		c.transitions.WithLabelValues(s)
 	}
 	m.reg.MustRegister(c.probes, c.transitions, c.disabled, c.dropped,
-		&circuitCollector{list: list, now: nowFunc,
+		&circuitCollector{
+			list: list, now: nowFunc,
 			states: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "circuits"),
 				"Circuits not CLOSED, by state (at most 1,000 counted).", []string{"state"}, nil),
 			open: prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", "circuit_open_seconds"),

@@ -36,8 +36,10 @@ func TestCircuitMetricsAreBounded(t *testing.T) {
 		if i%4 == 0 {
 			probe = now.Add(-time.Second) // due: shows HALF_OPEN
 		}
-		circuits = append(circuits, &dispatch.Circuit{SubscriptionID: fmt.Sprintf("sub-%03d", i), State: dispatch.CircuitOpen,
-			OpenedAt: &opened, NextProbeAt: &probe})
+		circuits = append(circuits, &dispatch.Circuit{
+			SubscriptionID: fmt.Sprintf("sub-%03d", i), State: dispatch.CircuitOpen,
+			OpenedAt: &opened, NextProbeAt: &probe,
+		})
 	}
 	reads := 0
 	m := metrics.New(metrics.Config{})
@@ -53,8 +55,10 @@ func TestCircuitMetricsAreBounded(t *testing.T) {
 	require.InDelta(t, 120*60, value(t, m, "hooklane_circuit_open_seconds", "subscription_id", "sub-000"), 0, "the longest open are listed")
 	require.Equal(t, 1, reads, "scrapes within 5 s share one read")
 
-	for _, k := range []dispatch.CircuitEvent{dispatch.CircuitEventProbeStarted, dispatch.CircuitEventProbeStarted, dispatch.CircuitEventProbeFailed,
-		dispatch.CircuitEventOpened, dispatch.CircuitEventClosed, dispatch.CircuitEventDisabled} {
+	for _, k := range []dispatch.CircuitEvent{
+		dispatch.CircuitEventProbeStarted, dispatch.CircuitEventProbeStarted, dispatch.CircuitEventProbeFailed,
+		dispatch.CircuitEventOpened, dispatch.CircuitEventClosed, dispatch.CircuitEventDisabled,
+	} {
 		cm.Observe(k)
 	}
 	cm.ObserveOperationalDrop()

@@ -69,8 +69,10 @@ func setup(t *testing.T) *fixture {
 	f := &fixture{p: p}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	mk := func(code, binding string) *subscription.Subscription {
-		s := &subscription.Subscription{ID: p.IDs.New(), Code: code, Target: "http://127.0.0.1:9/" + code,
-			EventTypes: []subscription.Binding{{EventTypeCode: binding}}, CreatedAt: now, UpdatedAt: now}
+		s := &subscription.Subscription{
+			ID: p.IDs.New(), Code: code, Target: "http://127.0.0.1:9/" + code,
+			EventTypes: []subscription.Binding{{EventTypeCode: binding}}, CreatedAt: now, UpdatedAt: now,
+		}
 		s.ApplyDefaults()
 		require.NoError(t, p.Store.SubscriptionInsert(ctx, s))
 		return s
@@ -117,9 +119,13 @@ func TestCircuitEventReachesEveryoneButItsSubject(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	next := time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC)
-	opened := stream.Event{ID: f.p.IDs.New(), Type: stream.TypeSubscriptionCircuitOpened, Time: next.Add(-30 * time.Second),
-		Subject: f.ops.ID, Data: stream.Data{Subscription: "ops", Reason: "10 consecutive failed attempts, the last: HTTP 503",
-			ConsecutiveFailures: 10, NextProbeAt: &next}}
+	opened := stream.Event{
+		ID: f.p.IDs.New(), Type: stream.TypeSubscriptionCircuitOpened, Time: next.Add(-30 * time.Second),
+		Subject: f.ops.ID, Data: stream.Data{
+			Subscription: "ops", Reason: "10 consecutive failed attempts, the last: HTTP 503",
+			ConsecutiveFailures: 10, NextProbeAt: &next,
+		},
+	}
 	f.fwd.Observe(nil, []stream.Event{opened})
 	f.fwd.Observe(nil, []stream.Event{opened}) // a repeat is a duplicate
 
@@ -131,9 +137,11 @@ func TestCircuitEventReachesEveryoneButItsSubject(t *testing.T) {
 	require.Equal(t, operational.SchemaVersion, got.SchemaVersion, "validated against the built-in schema")
 	var data map[string]any
 	require.NoError(t, json.Unmarshal(got.Event.Data, &data))
-	require.Equal(t, map[string]any{"subscriptionId": f.ops.ID, "subscription": "ops",
+	require.Equal(t, map[string]any{
+		"subscriptionId": f.ops.ID, "subscription": "ops",
 		"reason": "10 consecutive failed attempts, the last: HTTP 503", "consecutiveFailures": float64(10),
-		"nextProbeAt": "2026-03-01T12:00:30.000Z"}, data)
+		"nextProbeAt": "2026-03-01T12:00:30.000Z",
+	}, data)
 	require.Equal(t, []string{"pager"}, f.subscriptionsOf(t, got), "ops subscribes to hooklane.* but hears nothing about itself")
 }
 
@@ -141,8 +149,10 @@ func TestDiscardedJobEvents(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	now := time.Now().UTC()
-	j := &dispatch.Job{ID: f.p.IDs.New(), Kind: dispatch.KindEvent, Code: "shop.order.created", EventID: "ev-1",
-		SubscriptionID: "sub-shop", Subscription: "shop", MessageGroup: "shop:o-1", Status: dispatch.StatusError}
+	j := &dispatch.Job{
+		ID: f.p.IDs.New(), Kind: dispatch.KindEvent, Code: "shop.order.created", EventID: "ev-1",
+		SubscriptionID: "sub-shop", Subscription: "shop", MessageGroup: "shop:o-1", Status: dispatch.StatusError,
+	}
 	discarded := j.StatusEvent(f.p.IDs.New(), stream.TypeDispatchDiscarded, now)
 	discarded.Data.StatusCode, discarded.Data.Error, discarded.Data.Attempt = 404, "HTTP 404", 1
 	// A discarded job of an operational event makes no news.
@@ -157,8 +167,10 @@ func TestDiscardedJobEvents(t *testing.T) {
 	require.Equal(t, discarded.ID, got.Event.ID)
 	var data map[string]any
 	require.NoError(t, json.Unmarshal(got.Event.Data, &data))
-	require.Equal(t, map[string]any{"jobId": j.ID, "eventId": "ev-1", "eventType": "shop.order.created",
+	require.Equal(t, map[string]any{
+		"jobId": j.ID, "eventId": "ev-1", "eventType": "shop.order.created",
 		"subscriptionId": "sub-shop", "subscription": "shop", "messageGroup": "shop:o-1", "attempt": float64(1),
-		"statusCode": float64(404), "error": "HTTP 404"}, data)
+		"statusCode": float64(404), "error": "HTTP 404",
+	}, data)
 	require.Equal(t, []string{"ops"}, f.subscriptionsOf(t, got))
 }

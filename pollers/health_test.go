@@ -21,11 +21,15 @@ func TestHealthRetentionKeepsTheWindows(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var buckets []health.Bucket
 	for i := range 30 { // one minute a bucket, 30 minutes before the 24 h window
-		buckets = append(buckets, health.Bucket{SubscriptionID: "s1", Start: now.Add(-25*time.Hour - time.Duration(i)*time.Minute),
-			Attempts: 1, Succeeded: 1, Latency: make([]int64, health.Buckets())})
+		buckets = append(buckets, health.Bucket{
+			SubscriptionID: "s1", Start: now.Add(-25*time.Hour - time.Duration(i)*time.Minute),
+			Attempts: 1, Succeeded: 1, Latency: make([]int64, health.Buckets()),
+		})
 	}
-	buckets = append(buckets, health.Bucket{SubscriptionID: "s1", Start: now.Add(-23 * time.Hour), Attempts: 2, Succeeded: 2,
-		Latency: make([]int64, health.Buckets())})
+	buckets = append(buckets, health.Bucket{
+		SubscriptionID: "s1", Start: now.Add(-23 * time.Hour), Attempts: 2, Succeeded: 2,
+		Latency: make([]int64, health.Buckets()),
+	})
 	old := now.Add(-40 * 24 * time.Hour)
 	require.NoError(t, st.HealthRecord(ctx, &health.RecordParams{Buckets: buckets, Lasts: []health.Last{
 		{SubscriptionID: "gone", LastSuccessAt: &old}, {SubscriptionID: "s1", LastSuccessAt: &now},

@@ -3,6 +3,8 @@ package router_test
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -46,30 +48,46 @@ type circuitStore interface {
 	subscription.CacheStore
 	EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([]ingest.EventIngestResult, error)
 	StatusEventListBySubject(ctx context.Context, subject string) ([]stream.Event, error)
-	Close() error
 }
 
-// forEachStore runs fn as a parallel subtest on each adapter: SQLite in a
-// temporary file, and MongoDB (FerretDB locally) in a fresh database of the
-// test server (HOOKLANE_TEST_MONGO_URI).
-func forEachStore(t *testing.T, fn func(t *testing.T, st circuitStore)) {
+// circuitStoreKind opens a fresh, empty store of one adapter, closed (and
+// for MongoDB dropped) when t ends.
+type circuitStoreKind struct {
+	name string
+	open func(t *testing.T) circuitStore
+}
+
+// circuitStores lists the adapters every circuit test runs on: SQLite in a
+// temporary file, and MongoDB (FerretDB locally) in a database of its own
+// on the test server (HOOKLANE_TEST_MONGO_URI, the local stack's address
+// by default).
+func circuitStores() []circuitStoreKind {
+	return []circuitStoreKind{{"sqlite", openCircuitSQLite}, {"mongo", openCircuitMongo}}
+}
+
+func openCircuitSQLite(t *testing.T) circuitStore { //nolint:ireturn // both stores behind one test interface
 	t.Helper()
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		st, err := sqlitestore.Open(context.Background(), sqlitestore.Config{Path: filepath.Join(t.TempDir(), "h.db")})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = st.Close() })
-		fn(t, st)
+	st, err := sqlitestore.Open(context.Background(), sqlitestore.Config{Path: filepath.Join(t.TempDir(), "h.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	return st
+}
+
+func openCircuitMongo(t *testing.T) circuitStore { //nolint:ireturn // both stores behind one test interface
+	t.Helper()
+	uri := cmp.Or(os.Getenv("HOOKLANE_TEST_MONGO_URI"), "mongodb://127.0.0.1:27017/")
+	suffix := make([]byte, 4)
+	_, _ = rand.Read(suffix)
+	db := fmt.Sprintf("hltest_circuit_%d_%s", os.Getpid(), hex.EncodeToString(suffix))
+	st, err := mongostore.Open(context.Background(), mongostore.Config{URI: uri, Database: db})
+	require.NoError(t, err, "open mongo store at %s (start the local stack: bash localstack/stack.sh start)", uri)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, st.Drop(ctx))
+		require.NoError(t, st.Close())
 	})
-	t.Run("mongo", func(t *testing.T) {
-		t.Parallel()
-		uri := cmp.Or(os.Getenv("HOOKLANE_TEST_MONGO_URI"), "mongodb://127.0.0.1:27017/")
-		db := fmt.Sprintf("hltest_circuit_%d_%d", os.Getpid(), time.Now().UnixNano()%1_000_000_000)
-		st, err := mongostore.Open(context.Background(), mongostore.Config{URI: uri, Database: db})
-		require.NoError(t, err, "open mongo store at %s (start the local stack: bash localstack/stack.sh start)", uri)
-		t.Cleanup(func() { _ = st.Close() })
-		fn(t, st)
-	})
+	return st
 }
 
 // receiver is a loopback webhook receiver that counts every request and
@@ -184,13 +202,17 @@ func newRig(t *testing.T, st circuitStore, o rigOptions) *rig {
 		ids: idgen.New(clock.Now), rx: newReceiver(t),
 	}
 	now := clock.Now()
-	require.NoError(t, st.PoolInsert(ctx, &dispatch.Pool{ID: r.ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default",
-		Burst: 1, Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now}))
-	r.sub = &subscription.Subscription{ID: r.ids.New(), Code: "orders", Target: r.rx.srv.URL, Mode: cmp.Or(o.mode, dispatch.ModeImmediate),
+	require.NoError(t, st.PoolInsert(ctx, &dispatch.Pool{
+		ID: r.ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default",
+		Burst: 1, Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now,
+	}))
+	r.sub = &subscription.Subscription{
+		ID: r.ids.New(), Code: "orders", Target: r.rx.srv.URL, Mode: cmp.Or(o.mode, dispatch.ModeImmediate),
 		EventTypes:     []subscription.Binding{{EventTypeCode: "shop.order.created"}},
 		TimeoutSeconds: 5, MaxAgeSeconds: cmp.Or(o.maxAgeSeconds, 3600),
 		Retry:   dispatch.Retry{MaxAttempts: 50, InitialBackoffSeconds: 1, MaxBackoffSeconds: 1},
-		Secrets: []subscription.Secret{{Value: subscription.NewSecret()}}, CreatedAt: now, UpdatedAt: now}
+		Secrets: []subscription.Secret{{Value: subscription.NewSecret()}}, CreatedAt: now, UpdatedAt: now,
+	}
 	r.sub.ApplyDefaults()
 	require.NoError(t, st.SubscriptionInsert(ctx, r.sub))
 

@@ -183,7 +183,7 @@ func TestFaultReceiverDownCircuit(t *testing.T) {
 		if len(lost) == 0 || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) //nolint:forbidigo // polls the receiver's tally and the circuits until the deadline: deliveries come from the gateway process
 	}
 	drained := time.Since(upAt)
 	closedProbes := metricValue(t, p, `hooklane_circuit_probes_total{outcome="started"}`)

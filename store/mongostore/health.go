@@ -54,8 +54,10 @@ func (s *Store) HealthRecord(ctx context.Context, p *health.RecordParams) error 
 			b := &p.Buckets[i]
 			start := ms(b.Start)
 			inc := bson.D{
-				{Key: "attempts", Value: b.Attempts}, {Key: "succeeded", Value: b.Succeeded},
-				{Key: "failed", Value: b.Failed}, {Key: "answered", Value: b.Answered},
+				{Key: "attempts", Value: b.Attempts},
+				{Key: "succeeded", Value: b.Succeeded},
+				{Key: "failed", Value: b.Failed},
+				{Key: "answered", Value: b.Answered},
 			}
 			for j, n := range b.Latency {
 				if n != 0 {
@@ -133,8 +135,10 @@ func (s *Store) HealthGet(ctx context.Context, subscriptionID string, since time
 	case err != nil:
 		return nil, nil, fmt.Errorf("get health of subscription %s: %w", subscriptionID, err)
 	default:
-		last = &health.Last{SubscriptionID: subscriptionID, LastSuccessAt: utcPtr(ld.LastSuccessAt),
-			LastFailureAt: utcPtr(ld.LastFailureAt), LastError: ld.LastError}
+		last = &health.Last{
+			SubscriptionID: subscriptionID, LastSuccessAt: utcPtr(ld.LastSuccessAt),
+			LastFailureAt: utcPtr(ld.LastFailureAt), LastError: ld.LastError,
+		}
 	}
 	docs, err := findAll[healthMinuteDoc](ctx, s.healthMinutes,
 		bson.D{{Key: "subscriptionId", Value: subscriptionID}, {Key: "start", Value: bson.D{{Key: "$gte", Value: ms(since)}}}},

@@ -22,7 +22,7 @@ func scanCircuit(r rowScanner) (*dispatch.Circuit, error) {
 	var cooldown, updated int64
 	if err := r.Scan(&c.SubscriptionID, &state, &c.ConsecutiveFailures, &opened, &nextProbe, &cooldown,
 		&c.ProbeJobID, &probeUntil, &failingSince, &updated, &c.Version); err != nil {
-		return nil, err //nolint:wrapcheck // wrapped by the caller with its action
+		return nil, err
 	}
 	c.State = dispatch.CircuitState(state)
 	c.OpenedAt, c.NextProbeAt = fromNullMillis(opened), fromNullMillis(nextProbe)
@@ -100,7 +100,7 @@ func (s *Store) CircuitUpdate(ctx context.Context, p *dispatch.CircuitUpdatePara
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (subscription_id) DO NOTHING`,
 				append([]any{c.SubscriptionID}, cols...)...)
 			if err != nil {
-				return err //nolint:wrapcheck // wrapped below
+				return err
 			}
 			if n, err := res.RowsAffected(); err != nil || n == 0 {
 				return errors.Join(err, fmt.Errorf("%w: a circuit is stored already", store.ErrConflict))
@@ -111,7 +111,7 @@ func (s *Store) CircuitUpdate(ctx context.Context, p *dispatch.CircuitUpdatePara
 				version = version + 1 WHERE subscription_id = ? AND version = ?`,
 				append(cols, c.SubscriptionID, c.Version)...)
 			if err != nil {
-				return err //nolint:wrapcheck // wrapped below
+				return err
 			}
 			if n, err := res.RowsAffected(); err != nil || n == 0 {
 				return errors.Join(err, fmt.Errorf("%w: stored version is not %d", store.ErrConflict, c.Version))
@@ -138,7 +138,7 @@ func (s *Store) CircuitDelete(ctx context.Context, subscriptionID string) error 
 	}
 	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM circuits WHERE subscription_id = ?`, subscriptionID)
-		return err //nolint:wrapcheck // wrapped below
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("delete circuit of subscription %s: %w", subscriptionID, s.translate(err))
@@ -165,7 +165,7 @@ func (s *Store) SubscriptionDisable(ctx context.Context, p *dispatch.Subscriptio
 			string(subscription.StatusPaused), p.Reason, string(subscription.StatusPaused),
 			msUTC(p.At).Format(time.RFC3339Nano), p.SubscriptionID, string(subscription.StatusActive))
 		if err != nil {
-			return err //nolint:wrapcheck // wrapped below
+			return err
 		}
 		n, err := res.RowsAffected()
 		if err != nil {

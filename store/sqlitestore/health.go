@@ -155,7 +155,7 @@ func (s *Store) HealthDeleteBefore(ctx context.Context, p *health.DeleteBeforePa
 		res, err := tx.ExecContext(ctx, `DELETE FROM health_minutes WHERE (subscription_id, start) IN
 			(SELECT subscription_id, start FROM health_minutes WHERE start < ? LIMIT ?)`, millis(p.BucketsBefore), limit)
 		if err != nil {
-			return err //nolint:wrapcheck // wrapped below
+			return err
 		}
 		d, err := res.RowsAffected()
 		if err != nil {
@@ -165,7 +165,7 @@ func (s *Store) HealthDeleteBefore(ctx context.Context, p *health.DeleteBeforePa
 		res, err = tx.ExecContext(ctx, `DELETE FROM health_last WHERE subscription_id IN (SELECT subscription_id
 			FROM health_last WHERE latest_at < ? LIMIT ?)`, millis(p.LastBefore), limit)
 		if err != nil {
-			return err //nolint:wrapcheck // wrapped below
+			return err
 		}
 		d, err = res.RowsAffected()
 		n += int(d)

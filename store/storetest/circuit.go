@@ -33,8 +33,10 @@ func testCircuit(t *testing.T, newStore NewStoreFunc) {
 
 		c := newCircuit("sub-1")
 		opened := b.statusEvent(stream.TypeSubscriptionCircuitOpened, "sub-1", baseTime())
-		opened.Data = stream.Data{Subscription: "orders", Reason: "10 consecutive failed attempts",
-			ConsecutiveFailures: 10, NextProbeAt: c.NextProbeAt, ClientID: "client-1"}
+		opened.Data = stream.Data{
+			Subscription: "orders", Reason: "10 consecutive failed attempts",
+			ConsecutiveFailures: 10, NextProbeAt: c.NextProbeAt, ClientID: "client-1",
+		}
 		require.NoError(t, b.store.CircuitUpdate(b.ctx, &dispatch.CircuitUpdateParams{Circuit: c, Events: []stream.Event{opened}}))
 		require.EqualValues(t, 1, c.Version, "an insert sets version 1 on the passed circuit")
 		got, err := b.store.CircuitGet(b.ctx, "sub-1")

@@ -79,13 +79,11 @@ func testHealth(t *testing.T, newStore NewStoreFunc) {
 		var wg sync.WaitGroup
 		errs := make(chan error, writers*each)
 		for range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for range each {
 					errs <- b.store.HealthRecord(b.ctx, &health.RecordParams{Buckets: []health.Bucket{newBucket("sub-1", minute, 1, 2)}})
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		close(errs)

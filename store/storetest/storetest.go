@@ -17,6 +17,8 @@ import (
 )
 
 // Store is every storage port together: what an adapter implements.
+//
+//nolint:interfacebloat // the composition of every domain's small port (STYLE §4) is the point: it is what an adapter must satisfy
 type Store interface {
 	ingest.Store
 	dispatch.Store
