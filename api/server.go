@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/health"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/metrics"
@@ -35,6 +36,8 @@ type Store interface {
 	ingest.Store
 	dispatch.Store
 	dispatch.PoolStore
+	dispatch.CircuitStore
+	health.Store
 	subscription.Store
 	schema.Store
 	stream.Store
@@ -50,6 +53,7 @@ type Jobs interface {
 	Cancel(ctx context.Context, id, reason string) (*dispatch.Job, error)
 	CancelSubscription(ctx context.Context, subscriptionID, reason string) (int, error)
 	ReleaseSubscription(ctx context.Context, subscriptionID string) (int, error)
+	ResetCircuit(ctx context.Context, subscriptionID, code string) error
 }
 
 // Pinger reports whether a dependency is reachable.
@@ -244,6 +248,7 @@ func (s *Server) routes() {
 	a.POST("/subscriptions/:id/resume", s.auth(), s.h(s.resumeSubscription))
 	a.POST("/subscriptions/:id/rotate-secret", s.auth(), s.h(s.rotateSecret))
 	a.GET("/subscriptions/:id/secret", s.auth(RoleViewer), s.h(s.getSecret))
+	a.GET("/subscriptions/:id/health", s.auth(RoleViewer), s.h(s.getSubscriptionHealth))
 
 	a.POST("/dispatch-pools", s.auth(), s.h(s.createPool))
 	a.GET("/dispatch-pools", s.auth(RoleViewer), s.h(s.listPools))

@@ -80,6 +80,9 @@ func (s *Server) listSubscriptions(c *gin.Context) error {
 			return err
 		}
 		items, next := pageDesc(all, func(sub *subscription.Subscription) string { return sub.ID }, p.Limit, p.Cursor)
+		if err := s.subscriptions.WithCircuits(c.Request.Context(), items...); err != nil {
+			return err
+		}
 		writePage(c, items, next)
 		return nil
 	}

@@ -58,6 +58,7 @@ func (lc *Lifecycle) Claim(ctx context.Context, j *Job, p ClaimParams) error {
 		if _, err := lc.RecordOutcome(ctx, j, Outcome{Err: Permanent(errors.New("max age passed before delivery"))}); err != nil {
 			return err
 		}
+		lc.freeProbeOf(ctx, j)
 		return ErrExpired
 	}
 	if err := j.Transition(StatusInProgress, now); err != nil {
@@ -108,7 +109,9 @@ func (lc *Lifecycle) RecordOutcome(ctx context.Context, j *Job, o Outcome) (*Job
 			a.Error = o.Err.Error()
 		}
 	}
+	recorded := false // whether this call recorded the attempt (not a repeat)
 	j, err := lc.mutate(ctx, j, func(j *Job, now time.Time) ([]stream.Event, error) {
+		recorded = false
 		if o.Attempted && a.StartedAt.IsZero() {
 			a.StartedAt = now.Add(-time.Duration(a.DurationMs) * time.Millisecond)
 		}
@@ -117,7 +120,7 @@ func (lc *Lifecycle) RecordOutcome(ctx context.Context, j *Job, o Outcome) (*Job
 			return nil, ErrLeaseLost
 		case j.Status == StatusInProgress:
 			if o.Attempted {
-				j.recordAttempt(a)
+				recorded = j.recordAttempt(a)
 			} else {
 				j.AttemptCount-- // claimed, but nothing was sent: no attempt to count
 			}
@@ -128,6 +131,7 @@ func (lc *Lifecycle) RecordOutcome(ctx context.Context, j *Job, o Outcome) (*Job
 		case o.Attempted && j.recordAttempt(a):
 			// The claim ended while the attempt ran: the attempt is
 			// recorded, the status kept.
+			recorded = true
 			j.Touch(now)
 			return nil, nil
 		default:
@@ -137,7 +141,20 @@ func (lc *Lifecycle) RecordOutcome(ctx context.Context, j *Job, o Outcome) (*Job
 	if err != nil {
 		return nil, err
 	}
+	if recorded {
+		// The endpoint's health and circuit count each attempt once: a
+		// repeated outcome of an attempt already recorded is not counted.
+		lc.countOutcome(ctx, j, a, o.Err)
+		lc.attemptHook(j, a, o.Err)
+	}
 	return j, lc.releaseAfter(ctx, j)
+}
+
+// attemptHook calls OnAttemptFunc for an attempt of a subscription's job.
+func (lc *Lifecycle) attemptHook(j *Job, a Attempt, err error) {
+	if lc.cfg.OnAttemptFunc != nil && j.SubscriptionID != "" {
+		lc.cfg.OnAttemptFunc(j, a, err)
+	}
 }
 
 // recordAttempt records a, the outcome of push attempt a.Attempt, in the
@@ -247,6 +264,9 @@ func (lc *Lifecycle) Report(ctx context.Context, id, worker, action string, o Ou
 	if repeat {
 		return j, true, nil
 	}
+	if n := len(j.Attempts); n > 0 {
+		lc.attemptHook(j, j.Attempts[n-1], o.Err)
+	}
 	return j, false, lc.releaseAfter(ctx, j)
 }
 
@@ -284,6 +304,7 @@ func (lc *Lifecycle) HandBack(ctx context.Context, j *Job, reason string) error 
 	if _, err := lc.tryWrite(ctx, j, []stream.Event{ev}); err != nil {
 		return fmt.Errorf("hand job back: %w", err)
 	}
+	lc.freeProbeOf(ctx, j)
 	return nil
 }
 

@@ -51,6 +51,10 @@
 //   - Operators (API): Retry and RetryMany (ERROR/CANCELLED → queued at
 //     once, maxAttempts more attempts, the max-age window restarted);
 //     Cancel; CancelSubscription, the cascade of a subscription's deletion.
+//   - Endpoint health (circuit.go, circuit_lifecycle.go): HoldForCircuit
+//     is the router's last gate before the claim; RecordOutcome counts each
+//     push outcome into the subscription's circuit; ReleaseCircuit and
+//     ResetCircuit release what a circuit held. See "Circuits" below.
 //
 // # One retry decision
 //
@@ -69,6 +73,28 @@
 // or gives way to the winner (tryWrite: claims, parks, queue moves,
 // rescues, whose winner carries the job on). The status event ids of one
 // job sort in causal order across instances (Job.StatusEvent).
+//
+// # Circuits
+//
+// Each push subscription has a Circuit (API.md §12), stored beside its
+// jobs and written only here, version-checked like a job. RecordOutcome
+// counts: a retryable failure adds to ConsecutiveFailures and opens the
+// circuit at CircuitPolicy.Failures; a success closes it and clears the
+// counts; a Permanent failure (a 4xx ending the job) neither counts nor
+// resets. While OPEN, HoldForCircuit parks every job that comes due
+// PENDING until NextProbeAt (BlockedBy BlockedByCircuit; no attempt
+// consumed; never past the job's max age, at which the job is discarded).
+// From NextProbeAt the first job through the gate takes the probe slot with
+// one version-checked write (HALF_OPEN): of racing routers and instances
+// exactly one wins, the others park until the probe's claim ends. The
+// probe's success closes the circuit and ReleaseCircuit queues the waiting
+// jobs in ingest order; its failure reopens it with the cooldown doubled
+// (at most MaxCooldown) and makes one waiting job due at the new
+// NextProbeAt. In an ordered mode the order gate runs first, so the probe
+// is its group's head and the group's later jobs wait behind it as usual.
+// Every failure also runs the auto-disable clock (FailingSince): a failure
+// AutoDisableAfter past it pauses the subscription (SubscriptionDisable,
+// subscription.disabled); ResetCircuit, on resume, closes the circuit.
 //
 // # Ordering
 //

@@ -70,6 +70,23 @@ type LifecycleConfig struct {
 	// PausedRecheck is how long a job of a paused subscription is parked.
 	// Default PausedRecheckDefault.
 	PausedRecheck time.Duration
+	// Circuit is the circuit breaking and auto-disable policy of push
+	// subscriptions (circuit.go). The zero value turns both off.
+	Circuit CircuitPolicy
+	// OnAttemptFunc, when set, is called after each recorded attempt of a
+	// subscription's job (a push outcome, a pull worker's report) with the
+	// job as written, the attempt's record and its error (nil on success):
+	// the endpoint health aggregates. It must not block.
+	OnAttemptFunc func(j *Job, a Attempt, err error)
+	// OnEventsFunc, when set, is called after every write of the lifecycle
+	// that stored status events — a job's move (with the job as written),
+	// a circuit's transition or a subscription's disabling (j nil) — with
+	// those events: the operational events. It must not block.
+	OnEventsFunc func(j *Job, events []stream.Event)
+	// OnCircuitFunc, when set, is called with each CircuitEvent as it
+	// happens (a probe started, succeeded or failed; a circuit opened or
+	// closed; a subscription disabled): for metrics. It must not block.
+	OnCircuitFunc func(ev CircuitEvent)
 	Logger        *slog.Logger
 }
 
@@ -142,6 +159,7 @@ func (lc *Lifecycle) mutate(ctx context.Context, j *Job, change changeFunc) (*Jo
 		}
 		err = lc.cfg.Store.JobUpdate(ctx, &JobUpdateParams{Job: j, Events: events})
 		if err == nil {
+			lc.written(j, events)
 			return j, nil
 		}
 		if !errors.Is(err, store.ErrConflict) {
@@ -161,11 +179,19 @@ func (lc *Lifecycle) tryWrite(ctx context.Context, j *Job, events []stream.Event
 	err := lc.cfg.Store.JobUpdate(ctx, &JobUpdateParams{Job: j, Events: events})
 	switch {
 	case err == nil:
+		lc.written(j, events)
 		return true, nil
 	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrNotFound):
 		return false, nil
 	default:
 		return false, fmt.Errorf("write job %s: %w", j.ID, err)
+	}
+}
+
+// written tells OnEventsFunc about a write's status events.
+func (lc *Lifecycle) written(j *Job, events []stream.Event) {
+	if lc.cfg.OnEventsFunc != nil && len(events) > 0 {
+		lc.cfg.OnEventsFunc(j, events)
 	}
 }
 

@@ -109,10 +109,22 @@ func (lc *Lifecycle) cancel(ctx context.Context, j *Job, reason string) (*Job, e
 
 // CancelSubscription cancels every undelivered job (PENDING, QUEUED,
 // IN_PROGRESS, ERROR) of a subscription, with reason, and returns how many
-// it cancelled: the cascade of a subscription's deletion. A job created
-// by a request racing with the deletion and missed here is cancelled by the
-// router, which finds its subscription gone.
+// it cancelled, then deletes the subscription's circuit: the cascade of a
+// subscription's deletion. A job created by a request racing with the
+// deletion and missed here is cancelled by the router, which finds its
+// subscription gone.
 func (lc *Lifecycle) CancelSubscription(ctx context.Context, subscriptionID, reason string) (int, error) {
+	n, err := lc.cancelSubscriptionJobs(ctx, subscriptionID, reason)
+	if err != nil || lc.cfg.Circuit.Store == nil {
+		return n, err
+	}
+	if err := lc.cfg.Circuit.Store.CircuitDelete(ctx, subscriptionID); err != nil {
+		return n, fmt.Errorf("delete circuit of subscription %s: %w", subscriptionID, err)
+	}
+	return n, nil
+}
+
+func (lc *Lifecycle) cancelSubscriptionJobs(ctx context.Context, subscriptionID, reason string) (int, error) {
 	n := 0
 	for _, st := range Unfinished() {
 		err := lc.each(ctx, &JobListParams{SubscriptionID: subscriptionID, Status: st}, func(j *Job) error {

@@ -2,8 +2,10 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/hooklane/hooklane/stream"
 )
@@ -65,14 +67,29 @@ func (lc *Lifecycle) ReleaseGroup(ctx context.Context, subscriptionID, group str
 	return lc.queue(ctx, run, "blocker finished")
 }
 
-// held reports whether j is parked behind a blocker (not paused).
+// held reports whether j is parked behind a blocker (not paused, not
+// waiting for its circuit).
 func held(j *Job) bool {
-	return j.Status == StatusPending && j.BlockedBy != "" && j.BlockedBy != BlockedByPaused
+	return j.Status == StatusPending && j.BlockedBy != "" && j.BlockedBy != BlockedByPaused && j.BlockedBy != BlockedByCircuit
 }
 
 // ReleaseSubscription queues every job of a subscription parked while it was
 // paused and returns how many it queued. The API calls it on resume.
 func (lc *Lifecycle) ReleaseSubscription(ctx context.Context, subscriptionID string) (int, error) {
+	return lc.releaseParked(ctx, subscriptionID, BlockedByPaused, "subscription resumed")
+}
+
+// ReleaseCircuit queues every job of a subscription parked by its circuit
+// and returns how many it queued: its circuit closed (the probe succeeded,
+// an operator resumed the subscription), so the waiting jobs are due at
+// once. Jobs are queued in ingest order, so ordered groups keep their order.
+func (lc *Lifecycle) ReleaseCircuit(ctx context.Context, subscriptionID string) (int, error) {
+	return lc.releaseParked(ctx, subscriptionID, BlockedByCircuit, "circuit closed")
+}
+
+// releaseParked queues every PENDING job of a subscription whose BlockedBy
+// is blockedBy, in ingest order, and returns how many it queued.
+func (lc *Lifecycle) releaseParked(ctx context.Context, subscriptionID, blockedBy, reason string) (int, error) {
 	var parked []*Job
 	p := &JobListParams{Status: StatusPending, SubscriptionID: subscriptionID, Limit: 500}
 	for {
@@ -81,7 +98,7 @@ func (lc *Lifecycle) ReleaseSubscription(ctx context.Context, subscriptionID str
 			return 0, fmt.Errorf("list pending jobs of subscription %s: %w", subscriptionID, err)
 		}
 		for _, j := range pg.Jobs {
-			if j.BlockedBy == BlockedByPaused {
+			if j.BlockedBy == blockedBy {
 				parked = append(parked, j)
 			}
 		}
@@ -100,7 +117,7 @@ func (lc *Lifecycle) ReleaseSubscription(ctx context.Context, subscriptionID str
 	n := 0
 	for start := 0; start < len(parked); start += 500 {
 		batch := parked[start:min(start+500, len(parked))]
-		if err := lc.queueMany(ctx, batch, "subscription resumed", &n); err != nil {
+		if err := lc.queueMany(ctx, batch, reason, &n); err != nil {
 			return n, err
 		}
 	}
@@ -123,24 +140,41 @@ func (lc *Lifecycle) queue(ctx context.Context, jobs []*Job, reason string) (boo
 	return n > 0, err
 }
 
-// queueMany moves PENDING jobs to QUEUED and sends the ones it moved. A job
-// that moved on meanwhile is skipped. It adds the number queued to *n.
+// queueMany moves PENDING jobs to QUEUED and sends the ones it moved, in
+// the order given. A job that moved on meanwhile is skipped. The moves are
+// independent version-checked writes, run side by side (queueWriters at a
+// time, as QueueDue does: the store batches concurrent writes), so
+// releasing the thousands of jobs an open circuit held takes seconds, not
+// minutes; the sends then follow the given order, which keeps each group's.
+// It adds the number queued to *n.
 func (lc *Lifecycle) queueMany(ctx context.Context, jobs []*Job, reason string, n *int) error {
 	now := lc.now()
-	var toSend []*Job
-	for _, j := range jobs {
+	moved := make([]bool, len(jobs))
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, queueWriters)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
 		if err := j.Transition(StatusQueued, now); err != nil {
 			continue
 		}
 		j.BlockedBy = ""
 		ev := j.StatusEvent(lc.cfg.NewID(), stream.TypeDispatchQueued, now)
 		ev.Data.Error = reason
-		won, err := lc.tryWrite(ctx, j, []stream.Event{ev})
-		if err != nil {
-			return fmt.Errorf("release job %s: %w", j.ID, err)
-		}
-		if !won {
-			continue // another releaser or the pending poller moved it
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			won, err := lc.tryWrite(ctx, j, []stream.Event{ev})
+			if err != nil {
+				errs[i] = fmt.Errorf("release job %s: %w", j.ID, err)
+			}
+			moved[i] = won // a loser was moved by another releaser or the pending poller
+		})
+	}
+	wg.Wait()
+	var toSend []*Job
+	for i, j := range jobs {
+		if !moved[i] {
+			continue
 		}
 		*n++
 		if j.Delivery != DeliveryPull {
@@ -152,5 +186,5 @@ func (lc *Lifecycle) queueMany(ctx context.Context, jobs []*Job, reason string, 
 		// sends it again.
 		_, _ = lc.Send(ctx, toSend)
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -30,6 +30,10 @@ type Config struct {
 	// DefaultPool creates the default dispatch pool, as the gateway does at
 	// start.
 	DefaultPool bool
+	// Circuit is the lifecycle's circuit policy; its Store is always the
+	// pipeline's store (the zero value: circuits kept but never opened, no
+	// auto-disable).
+	Circuit dispatch.CircuitPolicy
 }
 
 // Pipeline is the assembled parts.
@@ -68,7 +72,9 @@ func New(tb testing.TB, cfg Config) *Pipeline {
 	subs := subscription.NewCache(subscription.CacheConfig{Store: st})
 	tb.Cleanup(subs.Close)
 	registry := schema.NewRegistry(schema.RegistryConfig{Store: st})
-	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: st, Queue: q, NewID: ids.New, NowFunc: now})
+	circuit := cfg.Circuit
+	circuit.Store = st
+	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: st, Queue: q, NewID: ids.New, NowFunc: now, Circuit: circuit})
 	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Jobs: jobs, IDs: ids, NowFunc: now})
 	return &Pipeline{Store: st, Queue: q, IDs: ids, Registry: registry, Subs: subs, Jobs: jobs, Ingest: svc}
 }

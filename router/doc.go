@@ -19,14 +19,18 @@
 //     Ordering);
 //  4. take a share of the job's pool in this router (see Pools) or put the
 //     message back for a second;
-//  5. Lifecycle.Claim: QUEUED → IN_PROGRESS under a lease (version-checked:
+//  5. Lifecycle.HoldForCircuit: while the subscription's circuit is open
+//     the job is parked until its probe (API.md §12); when the probe is
+//     due, exactly one job of all routers takes it;
+//  6. Lifecycle.Claim: QUEUED → IN_PROGRESS under a lease (version-checked:
 //     of two routers holding the same message, one wins; a job past its max
 //     age goes to ERROR instead);
-//  6. wait for a pool slot and a rate token;
-//  7. deliver through the Transport, which returns a dispatch.Outcome;
-//  8. Lifecycle.RecordOutcome: the attempt is recorded and the job moves on
+//  7. wait for a pool slot and a rate token;
+//  8. deliver through the Transport, which returns a dispatch.Outcome;
+//  9. Lifecycle.RecordOutcome: the attempt is recorded and the job moves on
 //     (COMPLETED, PENDING with a backoff, or ERROR; the next held job of a
-//     BLOCK_ON_ERROR group is released), and the message is deleted.
+//     BLOCK_ON_ERROR group is released), the outcome counts into the
+//     circuit, and the message is deleted.
 //
 // # Guarantees
 //

@@ -59,6 +59,7 @@ type Subscriptions interface {
 // (*dispatch.Lifecycle): the verbs that move a job it received.
 type Lifecycle interface {
 	HoldForOrder(ctx context.Context, j *dispatch.Job) (bool, error)
+	HoldForCircuit(ctx context.Context, j *dispatch.Job, lease time.Duration) (bool, error)
 	ParkPaused(ctx context.Context, j *dispatch.Job) error
 	Claim(ctx context.Context, j *dispatch.Job, p dispatch.ClaimParams) error
 	RecordOutcome(ctx context.Context, j *dispatch.Job, o dispatch.Outcome) (*dispatch.Job, error)
@@ -411,6 +412,13 @@ func (r *Router) process(ctx, runCtx context.Context, jobID string, busyWait *ti
 		return putBack, nil
 	}
 	defer pool.Unhold()
+	// The circuit of the job's subscription, last before the claim: while
+	// it is open the job waits parked, and of its half-open probes exactly
+	// one goes (a group's head, the order gate having passed).
+	held, err = r.cfg.Lifecycle.HoldForCircuit(ctx, job, r.cfg.Lease)
+	if err != nil || held {
+		return dropIf(err == nil), err
+	}
 	lease := time.Duration(job.TimeoutSeconds)*time.Second + r.cfg.Lease
 	if err := r.cfg.Lifecycle.Claim(ctx, job, dispatch.ClaimParams{Worker: r.cfg.WorkerID, Lease: lease}); err != nil {
 		if errors.Is(err, dispatch.ErrExpired) || errors.Is(err, store.ErrConflict) {

@@ -26,6 +26,15 @@ const (
 	statusEventSpecVersion = cloudevent.SpecVersion
 )
 
+// Subscription status event types (API.md §7, §12): a circuit's
+// transitions and the gateway's disabling of a subscription. Their subject
+// is the subscription id.
+const (
+	TypeSubscriptionCircuitOpened = "subscription.circuit.opened"
+	TypeSubscriptionCircuitClosed = "subscription.circuit.closed"
+	TypeSubscriptionDisabled      = "subscription.disabled"
+)
+
 // Event is one status event: a state change of a job, or an accepted event.
 type Event struct {
 	// ID is a ULID, the SSE id and the Last-Event-ID to resume after.
@@ -34,8 +43,8 @@ type Event struct {
 	Type string
 	// Time is when the change happened.
 	Time time.Time
-	// Subject is the job id (dispatch.*) or the gateway event id
-	// (event.accepted).
+	// Subject is the job id (dispatch.*), the gateway event id
+	// (event.accepted) or the subscription id (subscription.*).
 	Subject string
 	// Data is the payload.
 	Data Data
@@ -60,6 +69,17 @@ type Data struct {
 	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
 	BlockedBy     string     `json:"blockedBy,omitempty"`
 	Worker        string     `json:"worker,omitempty"`
+	// ClientID is the client of the subscription a subscription.* event is
+	// about, when it has one.
+	ClientID string `json:"clientId,omitempty"`
+	// Reason says why a circuit opened or closed, or why a subscription was
+	// disabled.
+	Reason string `json:"reason,omitempty"`
+	// ConsecutiveFailures is the circuit's count of consecutive failed
+	// attempts (subscription.circuit.opened, subscription.disabled).
+	ConsecutiveFailures int `json:"consecutiveFailures,omitempty"`
+	// NextProbeAt is when an open circuit lets its probe through.
+	NextProbeAt *time.Time `json:"nextProbeAt,omitempty"`
 }
 
 // MarshalJSON renders the data with timestamps in the gateway's format.
@@ -68,9 +88,13 @@ func (d Data) MarshalJSON() ([]byte, error) {
 	out := struct {
 		plain
 		NextAttemptAt string `json:"nextAttemptAt,omitempty"`
+		NextProbeAt   string `json:"nextProbeAt,omitempty"`
 	}{plain: plain(d)}
 	if d.NextAttemptAt != nil {
 		out.NextAttemptAt = cloudevent.FormatTime(*d.NextAttemptAt)
+	}
+	if d.NextProbeAt != nil {
+		out.NextProbeAt = cloudevent.FormatTime(*d.NextProbeAt)
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

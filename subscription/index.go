@@ -221,7 +221,8 @@ func (ix *Index) matchingCandidates(code string) []ref {
 // Match returns the ACTIVE subscriptions that ev matches, in Sequence, Code,
 // ID order, each at most once. A subscription matches when one of its
 // bindings matches ev.Type (and, when the binding names a specVersion,
-// resolvedVersion equals it) and all its filters pass. resolvedVersion is
+// resolvedVersion equals it) and all its filters pass, unless ev is an
+// operational event about that very subscription (see OperationalSource). resolvedVersion is
 // the schema version ingest resolved for the event (API.md §1 step 4); ""
 // when the type has no versions.
 func (ix *Index) Match(ev *cloudevent.Event, resolvedVersion string) []*Subscription {
@@ -245,7 +246,7 @@ func matchRefs(refs []ref, ev *cloudevent.Event, version string) []*Subscription
 				versionOK = true
 			}
 		}
-		if versionOK && cs.matching && cs.pass(&view) {
+		if versionOK && cs.matching && cs.pass(&view) && !aboutItself(ev, cs.sub) {
 			out = append(out, cs.sub)
 		}
 	}

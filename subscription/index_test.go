@@ -160,3 +160,25 @@ func TestIndexMany(t *testing.T) {
 	}
 	require.NotEmpty(t, ix.Match(testEvent("app3:entity5:created"), ""))
 }
+
+// TestIndexOperationalEventSkipsItsSubject: an operational event (source
+// /hooklane) about a subscription matches every other subscription to its
+// type, never that one; the same extension on an event of another source
+// changes nothing.
+func TestIndexOperationalEventSkipsItsSubject(t *testing.T) {
+	t.Parallel()
+	ops := testSub("ops", 1, "hooklane.*")
+	pager := testSub("pager", 2, "hooklane.subscription.circuit.opened")
+	ix := NewIndex([]*Subscription{ops, pager})
+	ev := testEvent("hooklane.subscription.circuit.opened")
+	ev.Source = OperationalSource
+	ev.Extensions = map[string]any{ExtSubscriptionID: ops.ID}
+	require.Equal(t, []string{"pager"}, codes(ix.Match(ev, "")), "ops does not hear about itself")
+	ev.Extensions[ExtSubscriptionID] = pager.ID
+	require.Equal(t, []string{"ops"}, codes(ix.Match(ev, "")))
+	ev.Extensions[ExtSubscriptionID] = "someone-else"
+	require.Equal(t, []string{"ops", "pager"}, codes(ix.Match(ev, "")))
+	ev.Source = "/shop"
+	ev.Extensions[ExtSubscriptionID] = ops.ID
+	require.Equal(t, []string{"ops", "pager"}, codes(ix.Match(ev, "")), "only the gateway's own events are about a subscription")
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/dispatch"
 )
 
 // MarshalJSON renders the subscription in the API's form, timestamps in the
@@ -25,11 +26,20 @@ func (s Subscription) MarshalJSON() ([]byte, error) {
 	if p.CustomConfig == nil {
 		p.CustomConfig = []KeyValue{}
 	}
+	circuit := s.Circuit
+	if circuit == nil && s.Delivery != dispatch.DeliveryPull {
+		circuit = &dispatch.CircuitView{State: dispatch.CircuitClosed}
+	}
 	return json.Marshal(struct { //nolint:wrapcheck // plain data
 		plain
-		CreatedAt cloudevent.Timestamp `json:"createdAt"`
-		UpdatedAt cloudevent.Timestamp `json:"updatedAt"`
-	}{plain: p, CreatedAt: cloudevent.Timestamp(s.CreatedAt), UpdatedAt: cloudevent.Timestamp(s.UpdatedAt)})
+		StatusReason *string               `json:"statusReason"`
+		Circuit      *dispatch.CircuitView `json:"circuit"`
+		CreatedAt    cloudevent.Timestamp  `json:"createdAt"`
+		UpdatedAt    cloudevent.Timestamp  `json:"updatedAt"`
+	}{
+		plain: p, StatusReason: s.StatusReason, Circuit: circuit,
+		CreatedAt: cloudevent.Timestamp(s.CreatedAt), UpdatedAt: cloudevent.Timestamp(s.UpdatedAt),
+	})
 }
 
 // MarshalJSON renders the secret with its expiry in the gateway's format.

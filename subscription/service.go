@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/health"
 	"github.com/hooklane/hooklane/store"
 )
 
@@ -27,6 +28,12 @@ type ServiceStore interface {
 	SubscriptionUpdate(ctx context.Context, s *Subscription) error
 	SubscriptionDelete(ctx context.Context, id string) error
 	PoolGetByID(ctx context.Context, id string) (*dispatch.Pool, error)
+	// CircuitGetMany returns the stored circuits of the given
+	// subscriptions (dispatch.CircuitStore).
+	CircuitGetMany(ctx context.Context, subscriptionIDs []string) ([]*dispatch.Circuit, error)
+	// HealthGet returns the last success and failure of a subscription and
+	// its per-minute aggregates since a time (health.Store).
+	HealthGet(ctx context.Context, subscriptionID string, since time.Time) (*health.Last, []health.Bucket, error)
 }
 
 // Jobs is the part of the job lifecycle (*dispatch.Lifecycle) that follows
@@ -37,6 +44,9 @@ type Jobs interface {
 	ReleaseSubscription(ctx context.Context, subscriptionID string) (int, error)
 	// CancelSubscription cancels the subscription's unfinished jobs.
 	CancelSubscription(ctx context.Context, subscriptionID, reason string) (int, error)
+	// ResetCircuit closes the subscription's circuit (an operator's
+	// resume, API.md §12) and releases the jobs it held.
+	ResetCircuit(ctx context.Context, subscriptionID, code string) error
 }
 
 // ServiceConfig configures a Service.
@@ -67,7 +77,9 @@ type ServiceConfig struct {
 
 // Service is the lifecycle of subscriptions (API.md §3): create with
 // defaults and validation, patch, pause and resume, delete with its
-// cascade to the subscription's jobs, and secret rotation.
+// cascade to the subscription's jobs, and secret rotation; and their
+// endpoint health (API.md §12, health.go): every subscription it returns
+// carries its circuit, and resume closes the circuit.
 //
 // Errors: a *Rejection for a subscription or secret that breaks a rule
 // (pointers into the request body), a *Conflict when another subscription
@@ -184,8 +196,17 @@ func codeConflict(sub *Subscription) *Conflict {
 	return &Conflict{Detail: fmt.Sprintf("a subscription with code %q exists for this client", sub.Code)}
 }
 
-// Get returns one subscription.
+// Get returns one subscription, with its circuit.
 func (s *Service) Get(ctx context.Context, id string) (*Subscription, error) {
+	sub, err := s.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return sub, s.withCircuits(ctx, sub)
+}
+
+// get returns one subscription as stored (no circuit).
+func (s *Service) get(ctx context.Context, id string) (*Subscription, error) {
 	sub, err := s.cfg.Store.SubscriptionGetByID(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("get subscription %s: %w", id, err)
@@ -194,8 +215,17 @@ func (s *Service) Get(ctx context.Context, id string) (*Subscription, error) {
 }
 
 // List returns one page of subscriptions, newest first, filtered as p
-// says (an eventType filter keeps bindings equal to it).
+// says (an eventType filter keeps bindings equal to it), with their
+// circuits.
 func (s *Service) List(ctx context.Context, p *ListParams) (*Page, error) {
+	pg, err := s.list(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return pg, s.withCircuits(ctx, pg.Subscriptions...)
+}
+
+func (s *Service) list(ctx context.Context, p *ListParams) (*Page, error) {
 	pg, err := s.cfg.Store.SubscriptionList(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("list subscriptions: %w", err)
@@ -206,13 +236,14 @@ func (s *Service) List(ctx context.Context, p *ListParams) (*Page, error) {
 // ListReceiving returns every subscription that receives events of type
 // p.EventType, an exact code: one with a binding equal to it or with a
 // pattern matching it. p's other filters hold; its Limit and Cursor are
-// ignored (the caller pages the result).
+// ignored (the caller pages the result, then calls WithCircuits on the
+// page).
 func (s *Service) ListReceiving(ctx context.Context, p *ListParams) ([]*Subscription, error) {
 	q := *p
 	q.EventType, q.Limit, q.Cursor = "", listPageSize, ""
 	var out []*Subscription
 	for {
-		pg, err := s.List(ctx, &q)
+		pg, err := s.list(ctx, &q)
 		if err != nil {
 			return nil, err
 		}
@@ -251,7 +282,7 @@ func (sub *Subscription) receives(code string) bool {
 // the stored one as a whole, and a secret in it sent as "***" keeps the
 // stored value (endpoint.go).
 func (s *Service) Patch(ctx context.Context, id string, merge func(*Subscription) error) (*Subscription, error) {
-	cur, err := s.Get(ctx, id)
+	cur, err := s.get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -268,13 +299,17 @@ func (s *Service) Patch(ctx context.Context, id string, merge func(*Subscription
 	if err := s.write(ctx, &next); err != nil {
 		return nil, err
 	}
-	return &next, nil
+	return &next, s.withCircuits(ctx, &next)
 }
 
 // write stores a changed subscription and reports the change, so it
-// applies to the next event on this instance.
+// applies to the next event on this instance. An ACTIVE subscription has
+// no statusReason (only the gateway's disabling sets one).
 func (s *Service) write(ctx context.Context, sub *Subscription) error {
 	sub.UpdatedAt = s.now()
+	if sub.Status == StatusActive {
+		sub.StatusReason = nil
+	}
 	if err := s.cfg.Store.SubscriptionUpdate(ctx, sub); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return codeConflict(sub)
@@ -286,7 +321,7 @@ func (s *Service) write(ctx context.Context, sub *Subscription) error {
 }
 
 func (s *Service) setStatus(ctx context.Context, id string, status Status) (*Subscription, error) {
-	sub, err := s.Get(ctx, id)
+	sub, err := s.get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -300,26 +335,35 @@ func (s *Service) setStatus(ctx context.Context, id string, status Status) (*Sub
 // Pause stops a subscription from matching new events; its jobs that come
 // due meanwhile are parked.
 func (s *Service) Pause(ctx context.Context, id string) (*Subscription, error) {
-	return s.setStatus(ctx, id, StatusPaused)
+	sub, err := s.setStatus(ctx, id, StatusPaused)
+	if err != nil {
+		return nil, err
+	}
+	return sub, s.withCircuits(ctx, sub)
 }
 
-// Resume makes a subscription match again and queues the jobs parked
-// while it was paused. A failed release is logged, not returned: the
-// subscription is ACTIVE, and the pending poller releases them later.
+// Resume makes a subscription match again (clearing the statusReason of
+// a gateway's disabling), closes its circuit, releasing the jobs the
+// circuit held, and queues the jobs parked while it was paused (API.md
+// §3, §12). A failed reset or release is logged, not returned: the
+// subscription is ACTIVE, and the pending poller releases the jobs later.
 func (s *Service) Resume(ctx context.Context, id string) (*Subscription, error) {
 	sub, err := s.setStatus(ctx, id, StatusActive)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.cfg.Jobs.ResetCircuit(ctx, id, sub.Code); err != nil {
+		s.cfg.Logger.WarnContext(ctx, "close circuit on resume failed", "subscription_id", id, "error", err)
+	}
 	if _, err := s.cfg.Jobs.ReleaseSubscription(ctx, id); err != nil {
 		s.cfg.Logger.WarnContext(ctx, "release paused jobs failed", "subscription_id", id, "error", err)
 	}
-	return sub, nil
+	return sub, s.withCircuits(ctx, sub)
 }
 
 // Delete removes a subscription and then cancels its unfinished jobs.
 func (s *Service) Delete(ctx context.Context, id string) error {
-	if _, err := s.Get(ctx, id); err != nil {
+	if _, err := s.get(ctx, id); err != nil {
 		return err
 	}
 	if err := s.cfg.Store.SubscriptionDelete(ctx, id); err != nil {
@@ -337,7 +381,7 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 // expired secret is dropped). It returns the new secret and when the
 // previous ones stop signing.
 func (s *Service) RotateSecret(ctx context.Context, id string) (secret string, previousExpiresAt time.Time, err error) {
-	sub, err := s.Get(ctx, id)
+	sub, err := s.get(ctx, id)
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -364,7 +408,7 @@ func (s *Service) RotateSecret(ctx context.Context, id string) (secret string, p
 // the current one first, then those rotated out less than SecretOverlap
 // ago.
 func (s *Service) Secrets(ctx context.Context, id string) ([]Secret, error) {
-	sub, err := s.Get(ctx, id)
+	sub, err := s.get(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 type fakeJobs struct {
 	mu         sync.Mutex
 	released   []string
+	resets     []string
 	cancelled  []string
 	reasons    []string
 	releaseErr error
@@ -35,6 +36,13 @@ func (f *fakeJobs) ReleaseSubscription(_ context.Context, id string) (int, error
 	defer f.mu.Unlock()
 	f.released = append(f.released, id)
 	return 1, f.releaseErr
+}
+
+func (f *fakeJobs) ResetCircuit(_ context.Context, id, code string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resets = append(f.resets, id+" "+code)
+	return nil
 }
 
 func (f *fakeJobs) CancelSubscription(_ context.Context, id, reason string) (int, error) {
@@ -302,6 +310,7 @@ func TestServicePauseResume(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, subscription.StatusActive, got.Status)
 	require.Equal(t, []string{sub.ID}, b.jobs.released)
+	require.Equal(t, []string{sub.ID + " s1"}, b.jobs.resets, "resume closes the circuit")
 
 	// A failed release leaves the subscription ACTIVE and is logged: the
 	// pending poller releases the jobs later.

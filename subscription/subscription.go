@@ -46,13 +46,21 @@ type Subscription struct {
 	DataOnly       bool              `json:"dataOnly"`
 	Retry          dispatch.Retry    `json:"retry"`
 	Status         Status            `json:"status"`
-	CustomConfig   []KeyValue        `json:"customConfig"`
+	// StatusReason says why and since when the gateway paused the
+	// subscription (auto-disable, API.md §12); nil otherwise. Only the
+	// gateway sets it, so it is no member a request can write.
+	StatusReason *string    `json:"-"`
+	CustomConfig []KeyValue `json:"customConfig"`
 	// Auth authenticates push deliveries to the target (API.md §14); nil
 	// for none. Its secrets are write-only: MarshalJSON masks them.
 	Auth *endpoint.Auth `json:"auth"`
 	// TLS is the client certificate and CA of push deliveries to an https
 	// target (API.md §14); nil for the defaults. Its key is write-only.
 	TLS *endpoint.TLS `json:"tls"`
+	// Circuit is the subscription's circuit as the API shows it, set by the
+	// API before it answers; never stored. Nil renders a CLOSED circuit for
+	// a push subscription and null for a pull one (it has none).
+	Circuit *dispatch.CircuitView `json:"-"`
 	// Secrets sign deliveries: the newest first; an older one keeps signing
 	// until its ExpiresAt. Shown only by the secret endpoints.
 	Secrets   []Secret  `json:"-"`

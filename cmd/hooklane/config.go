@@ -115,6 +115,15 @@ type Config struct {
 	// text, with a warning at start. A store holding secrets encrypted
 	// with another key, or encrypted while none is set, refuses to start.
 	EncryptionKey string
+	// CircuitFailures is how many consecutive failed attempts open a
+	// subscription's circuit (API.md §12). Default 10; 0 never opens one.
+	CircuitFailures int
+	// CircuitCooldown is the first wait of an open circuit before its probe;
+	// it doubles after each failed probe, up to 10 minutes. Default 30s.
+	CircuitCooldown time.Duration
+	// AutoDisableAfter pauses a subscription whose every attempt failed for
+	// this long. Default 120h; 0 never does.
+	AutoDisableAfter time.Duration
 
 	// keys are the parsed API keys of APIKeys and APIKeysFile, set by
 	// loadConfig; only their hashes are kept.
@@ -186,6 +195,27 @@ func settings(c *Config) []setting {
 			return nil
 		}
 	}
+	// The settings where 0 means "never".
+	orZero := func(dst *int) func(string) error {
+		return func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return errors.New("must be 0 (never) or a positive integer")
+			}
+			*dst = n
+			return nil
+		}
+	}
+	durOrZero := func(dst *time.Duration) func(string) error {
+		return func(v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return errors.New("must be 0 (never) or a positive duration such as 30s or 120h")
+			}
+			*dst = d
+			return nil
+		}
+	}
 	integer := func(dst *int) func(string) error {
 		return func(v string) error {
 			n, err := strconv.Atoi(v)
@@ -243,6 +273,9 @@ func settings(c *Config) []setting {
 		{"shutdown-timeout", "HOOKLANE_SHUTDOWN_TIMEOUT", "30s", "how long a graceful stop may take", dur(&c.ShutdownTimeout)},
 		{"router-concurrency", "HOOKLANE_ROUTER_CONCURRENCY", "1024", "most deliveries in flight in this process", integer(&c.RouterConcurrency)},
 		{"encryption-key", "HOOKLANE_ENCRYPTION_KEY", "", "base64 of 32 bytes: secrets are stored encrypted with it (AES-256-GCM); prefer the variable to the flag, which shows in process lists", encryptionKey(&c.EncryptionKey)},
+		{"circuit-failures", "HOOKLANE_CIRCUIT_FAILURES", "10", "consecutive failed attempts that open a subscription's circuit (0: never)", orZero(&c.CircuitFailures)},
+		{"circuit-cooldown", "HOOKLANE_CIRCUIT_COOLDOWN", "30s", "first wait of an open circuit before its probe (doubles per failed probe, at most 10m)", dur(&c.CircuitCooldown)},
+		{"auto-disable-after", "HOOKLANE_AUTO_DISABLE_AFTER", "120h", "a subscription whose every attempt failed for this long is disabled (0: never)", durOrZero(&c.AutoDisableAfter)},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -17,6 +18,18 @@ func TestLoadConfigDefaults(t *testing.T) {
 	require.Equal(t, "127.0.0.1:8080", c.Listen)
 	require.Equal(t, 0, c.keys.Len())
 	require.Equal(t, int64(1<<20), c.MaxEventBytes)
+	require.Equal(t, 10, c.CircuitFailures)
+	require.Equal(t, 30*time.Second, c.CircuitCooldown)
+	require.Equal(t, 120*time.Hour, c.AutoDisableAfter)
+}
+
+func TestLoadConfigZeroMeansNever(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"HOOKLANE_CIRCUIT_FAILURES": "0", "HOOKLANE_AUTO_DISABLE_AFTER": "0"}
+	c, err := loadConfig(nil, func(k string) string { return env[k] })
+	require.NoError(t, err)
+	require.Zero(t, c.CircuitFailures)
+	require.Zero(t, c.AutoDisableAfter)
 }
 
 func TestLoadConfigFlagWinsOverEnv(t *testing.T) {
@@ -95,6 +108,13 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "encryption key too short", env: map[string]string{"HOOKLANE_ENCRYPTION_KEY": "czNjcmV0LTE2LWJ5dGVzIQ=="},
 			want: []string{"HOOKLANE_ENCRYPTION_KEY (--encryption-key): must be base64 of 32 bytes, got 16 bytes"},
+		},
+		{
+			name: "negative circuit settings", env: map[string]string{"HOOKLANE_CIRCUIT_FAILURES": "-1", "HOOKLANE_AUTO_DISABLE_AFTER": "-5m", "HOOKLANE_CIRCUIT_COOLDOWN": "0"},
+			want: []string{
+				"HOOKLANE_CIRCUIT_FAILURES (--circuit-failures): must be 0 (never)", "HOOKLANE_AUTO_DISABLE_AFTER (--auto-disable-after): must be 0 (never)",
+				"HOOKLANE_CIRCUIT_COOLDOWN (--circuit-cooldown): must be a positive duration",
+			},
 		},
 	}
 	for _, tt := range tests {

@@ -112,11 +112,15 @@ func TestContractListsNewestFirstWithCursor(t *testing.T) {
 			t.Parallel()
 			var codes []string
 			path := tt.path + "?limit=2"
-			for range 5 {
+			for range 8 {
 				items, next := listPage(t, gw, path)
 				require.LessOrEqual(t, len(items), 2)
 				for _, it := range items {
-					codes = append(codes, it[tt.field].(string))
+					// The built-in types of the operational events (API.md
+					// §12) are registered at start, before these.
+					if code := it[tt.field].(string); !strings.HasPrefix(code, "hooklane.") {
+						codes = append(codes, code)
+					}
 				}
 				if next == nil {
 					break

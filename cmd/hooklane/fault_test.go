@@ -610,7 +610,9 @@ func TestFaultReceiverDown(t *testing.T) {
 	t.Parallel()
 	bin := hooklaneBinary.get(t)
 	recv := newCountingReceiver(t)
-	p := startProcess(t, bin, "receiver-down", faultEnv(map[string]string{"HOOKLANE_DATA_DIR": t.TempDir()}))
+	// Retries through the outage, the circuit off (TestFaultReceiverDownCircuit
+	// is the same outage with it on).
+	p := startProcess(t, bin, "receiver-down", faultEnv(map[string]string{"HOOKLANE_DATA_DIR": t.TempDir(), "HOOKLANE_CIRCUIT_FAILURES": "0"}))
 	typ, probe := setupFault(t, p, recv)
 	recv.down.Store(true)
 	const total = 300

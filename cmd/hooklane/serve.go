@@ -18,8 +18,10 @@ import (
 
 	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/health"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/operational"
 	"github.com/hooklane/hooklane/pollers"
 	"github.com/hooklane/hooklane/pull"
 	"github.com/hooklane/hooklane/queue"
@@ -214,16 +216,38 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		return err
 	}
 
+	// The built-in event types of the operational events (API.md §12).
+	if _, err := operational.Register(ctx, st, time.Now()); err != nil {
+		return fmt.Errorf("register operational event types: %w", err)
+	}
+
 	subs := subscription.NewCache(subscription.CacheConfig{Store: st, Logger: logger})
 	defer subs.Close()
 	pools := router.NewPools(st)
 	m := newMetrics(st, pools, subs, hub) //nolint:contextcheck // its pool-label hook runs where no ctx exists and bounds itself with poolLookupTimeout
+	cm := m.Circuits(st.CircuitListNotClosed, nil)
 	// mq counts send/receive errors; q itself stays the readiness Pinger.
 	mq := m.InstrumentQueue(q)
 	registry := schema.NewRegistry(schema.RegistryConfig{Store: st, AllowUnknownTypes: cfg.AllowUnknownTypes, Logger: logger})
+	// Endpoint health (API.md §12): the aggregates of every attempt, and
+	// the operational events, ingested like any other.
+	recorder := health.NewRecorder(health.RecorderConfig{Store: st, Logger: logger})
+	var svc *ingest.Service
+	forwarder := operational.NewForwarder(operational.ForwarderConfig{
+		Ingest:        ingestFunc(func(ctx context.Context, req *ingest.Request) ([]ingest.Result, error) { return svc.Ingest(ctx, req) }),
+		Subscriptions: st, Logger: logger, OnDropFunc: cm.ObserveOperationalDrop,
+	})
 	// The job lifecycle: the one owner of every job write (package dispatch).
-	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: st, Queue: mq, NewID: ids.New, Logger: logger})
-	svc := ingest.New(ingest.Config{
+	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{
+		Store: st, Queue: mq, NewID: ids.New, Logger: logger,
+		Circuit: dispatch.CircuitPolicy{
+			Store: st, Failures: cfg.CircuitFailures, Cooldown: cfg.CircuitCooldown, AutoDisableAfter: cfg.AutoDisableAfter,
+		},
+		OnAttemptFunc: func(j *dispatch.Job, a dispatch.Attempt, err error) { recorder.Observe(observation(j, a, err)) },
+		OnEventsFunc:  forwarder.Observe,
+		OnCircuitFunc: cm.Observe,
+	})
+	svc = ingest.New(ingest.Config{
 		Store: st, Validator: registry, Matcher: subs, Jobs: jobs, IDs: ids, Logger: logger, OnIngestFunc: m.ObserveIngest,
 		TracerProvider: tracer,
 	})
@@ -241,6 +265,8 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return subs.Run(ctx) })
+	g.Go(func() error { return recorder.Run(ctx) })
+	g.Go(func() error { return forwarder.Run(ctx) })
 	if roles["pollers"] {
 		pending := pollers.NewPending(pollers.PendingConfig{
 			Jobs: jobs, Interval: cfg.PendingPollInterval,
@@ -264,6 +290,10 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			OnDeleteFunc: func(kind string, n int) { m.ObservePollerMoves("cleanup_"+kind, n) },
 		})
 		g.Go(func() error { return cleanup.Run(ctx) })
+		healthRetention := pollers.NewHealthRetention(pollers.HealthRetentionConfig{
+			Store: st, Interval: cfg.RetentionPollInterval, BatchSize: cfg.PollerBatchSize, Logger: logger,
+		})
+		g.Go(func() error { return healthRetention.Run(ctx) })
 	}
 	if roles["router"] {
 		hooks := webhook.New(webhook.Config{AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version})
@@ -463,10 +493,46 @@ func (s notifyingStore) JobUpdate(ctx context.Context, p *dispatch.JobUpdatePara
 	return err
 }
 
+func (s notifyingStore) CircuitUpdate(ctx context.Context, p *dispatch.CircuitUpdateParams) error {
+	err := s.Store.CircuitUpdate(ctx, p)
+	if err == nil && len(p.Events) > 0 {
+		s.hub.Notify()
+	}
+	return err
+}
+
+func (s notifyingStore) SubscriptionDisable(ctx context.Context, p *dispatch.SubscriptionDisableParams) (bool, error) {
+	changed, err := s.Store.SubscriptionDisable(ctx, p)
+	if changed {
+		s.hub.Notify()
+	}
+	return changed, err
+}
+
 func (s notifyingStore) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([]ingest.EventIngestResult, error) {
 	res, err := s.Store.EventIngest(ctx, p)
 	if err == nil {
 		s.hub.Notify()
 	}
 	return res, err
+}
+
+// ingestFunc adapts a function to operational.Ingester.
+type ingestFunc func(ctx context.Context, req *ingest.Request) ([]ingest.Result, error)
+
+func (f ingestFunc) Ingest(ctx context.Context, req *ingest.Request) ([]ingest.Result, error) {
+	return f(ctx, req)
+}
+
+// observation is one recorded attempt as the health aggregates count it.
+func observation(j *dispatch.Job, a dispatch.Attempt, err error) health.Observation {
+	msg := a.Error
+	if msg == "" && err != nil {
+		msg = err.Error()
+	}
+	d := time.Duration(a.DurationMs) * time.Millisecond
+	return health.Observation{
+		SubscriptionID: j.SubscriptionID, At: a.StartedAt.Add(d), OK: err == nil,
+		Answered: a.StatusCode > 0, Latency: d, Error: msg,
+	}
 }

@@ -191,12 +191,15 @@ func TestUIDashboardInChromium(t *testing.T) {
 		"schema":{"type":"object","required":["amount","currency"],"properties":{"amount":{"type":"number"},"currency":{"enum":["EUR","USD"]}}}}]}`)
 	post("/api/event-types", `{"code":"ui.payment.captured","name":"Payment captured"}`)
 	post("/api/event-types", `{"code":"ui.invoice.paid","name":"Invoice paid"}`)
+	post("/api/event-types", `{"code":"ui.flaky.ping","name":"Ping"}`)
 	post("/api/subscriptions", `{"code":"live-orders","name":"Order fulfilment","eventTypes":[{"eventTypeCode":"ui.live.order.*"}],
 		"target":"`+recv.srv.URL+`/hooks/live","mode":"NEXT_ON_ERROR"}`)
 	blockSub := post("/api/subscriptions", `{"code":"payments","name":"Payment ledger","eventTypes":[{"eventTypeCode":"ui.payment.captured"}],
 		"target":"`+recv.srv.URL+`/hooks/payments","mode":"BLOCK_ON_ERROR","retry":{"maxAttempts":1,"initialBackoffSeconds":1,"maxBackoffSeconds":1}}`)
 	post("/api/subscriptions", `{"code":"invoices","name":"Invoice sync","eventTypes":[{"eventTypeCode":"ui.invoice.paid"}],
 		"target":"`+recv.srv.URL+`/hooks/invoices","retry":{"maxAttempts":1,"initialBackoffSeconds":1,"maxBackoffSeconds":1}}`)
+	flakySub := post("/api/subscriptions", `{"code":"flaky","name":"Flaky endpoint","eventTypes":[{"eventTypeCode":"ui.flaky.ping"}],
+		"target":"`+recv.srv.URL+`/hooks/flaky","retry":{"maxAttempts":1,"initialBackoffSeconds":1,"maxBackoffSeconds":1}}`)
 
 	env := map[string]string{
 		"CHROMIUM_PATH": chromium, "HOOKLANE_UI_BASE": gw.base, "HOOKLANE_UI_RECEIVER": recv.srv.URL,
@@ -204,6 +207,7 @@ func TestUIDashboardInChromium(t *testing.T) {
 		"HOOKLANE_UI_LIVE_TYPE": "ui.live.order.created", "HOOKLANE_UI_LIVE_SUB": "live-orders",
 		"HOOKLANE_UI_BLOCK_TYPE": "ui.payment.captured", "HOOKLANE_UI_BLOCK_SUB_ID": blockSub["id"].(string), "HOOKLANE_UI_BLOCK_PATH": "/hooks/payments",
 		"HOOKLANE_UI_RETRY_TYPE": "ui.invoice.paid", "HOOKLANE_UI_RETRY_PATH": "/hooks/invoices",
+		"HOOKLANE_UI_CIRCUIT_TYPE": "ui.flaky.ping", "HOOKLANE_UI_CIRCUIT_SUB_ID": flakySub["id"].(string), "HOOKLANE_UI_CIRCUIT_PATH": "/hooks/flaky",
 	}
 	scenario := func(t *testing.T, name string) {
 		t.Helper()
@@ -243,6 +247,10 @@ func TestUIDashboardInChromium(t *testing.T) {
 	t.Run("retry a failed job from its page", func(t *testing.T) {
 		scenario(t, "retry_job")
 		require.Equal(t, 2+3*2, recv.deliveries("/hooks/invoices"), "one job failed and retried, three failed and redriven")
+	})
+	t.Run("endpoint health: a circuit opens, shows, and is closed", func(t *testing.T) {
+		scenario(t, "circuit")
+		require.Equal(t, 10+1, recv.deliveries("/hooks/flaky"), "ten failed attempts open the circuit; nothing is sent while it is open; one delivery after it closed")
 	})
 	t.Run("auth off: no key asked", func(t *testing.T) {
 		open := startGateway(t, nil)

@@ -58,6 +58,16 @@ func indexes() map[string][]mongo.IndexModel {
 			named("time", asc("time")),
 			named("subject_id", asc("subject", "_id")),
 		},
+		collCircuits: {
+			named("state_openedAt", asc("state", "openedAt")),
+		},
+		collHealthMinutes: {
+			named("subscriptionId_start", asc("subscriptionId", "start")),
+			named("start", asc("start")),
+		},
+		collHealthLast: {
+			named("latestAt", asc("latestAt")),
+		},
 	}
 }
 

@@ -38,6 +38,11 @@ type statusDataDoc struct {
 	NextAttemptAt *time.Time `bson:"nextAttemptAt,omitempty"`
 	BlockedBy     string     `bson:"blockedBy,omitempty"`
 	Worker        string     `bson:"worker,omitempty"`
+	// The subscription.* events' members.
+	ClientID            string     `bson:"clientId,omitempty"`
+	Reason              string     `bson:"reason,omitempty"`
+	ConsecutiveFailures int        `bson:"consecutiveFailures,omitempty"`
+	NextProbeAt         *time.Time `bson:"nextProbeAt,omitempty"`
 }
 
 func toStatusEventDoc(e *stream.Event) statusEventDoc {
@@ -62,6 +67,11 @@ func toStatusEventDoc(e *stream.Event) statusEventDoc {
 			NextAttemptAt: msPtr(d.NextAttemptAt),
 			BlockedBy:     d.BlockedBy,
 			Worker:        d.Worker,
+
+			ClientID:            d.ClientID,
+			Reason:              d.Reason,
+			ConsecutiveFailures: d.ConsecutiveFailures,
+			NextProbeAt:         msPtr(d.NextProbeAt),
 		},
 	}
 }
@@ -88,6 +98,11 @@ func (d *statusEventDoc) asDomain() stream.Event {
 			NextAttemptAt: utcPtr(x.NextAttemptAt),
 			BlockedBy:     x.BlockedBy,
 			Worker:        x.Worker,
+
+			ClientID:            x.ClientID,
+			Reason:              x.Reason,
+			ConsecutiveFailures: x.ConsecutiveFailures,
+			NextProbeAt:         utcPtr(x.NextProbeAt),
 		},
 	}
 }

@@ -52,6 +52,9 @@ const (
 	collStatusEvents  = "statusEvents"
 	collMeta          = "meta"
 	collGuards        = "writeGuards"
+	collCircuits      = "circuits"
+	collHealthMinutes = "healthMinutes"
+	collHealthLast    = "healthLast"
 )
 
 // Config configures Open.
@@ -106,6 +109,9 @@ type Store struct {
 	statusEvents  *mongo.Collection
 	meta          *mongo.Collection
 	guards        *mongo.Collection
+	circuits      *mongo.Collection
+	healthMinutes *mongo.Collection
+	healthLast    *mongo.Collection
 }
 
 // Open connects to the server at cfg.URI, checks that it answers and creates
@@ -148,6 +154,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		statusEvents:  db.Collection(collStatusEvents),
 		meta:          db.Collection(collMeta),
 		guards:        db.Collection(collGuards),
+		circuits:      db.Collection(collCircuits),
+		healthMinutes: db.Collection(collHealthMinutes),
+		healthLast:    db.Collection(collHealthLast),
 	}
 	if s.nowFunc == nil {
 		s.nowFunc = time.Now

@@ -39,6 +39,7 @@ type subscriptionDoc struct {
 	DataOnly       bool          `bson:"dataOnly"`
 	Retry          retryDoc      `bson:"retry"`
 	Status         string        `bson:"status"`
+	StatusReason   *string       `bson:"statusReason"`
 	CustomConfig   []keyValueDoc `bson:"customConfig"`
 	Auth           *authDoc      `bson:"auth,omitempty"`
 	TLS            *tlsDoc       `bson:"tls,omitempty"`
@@ -106,7 +107,8 @@ func toSubscriptionDoc(s *subscription.Subscription) *subscriptionDoc {
 			InitialBackoffSeconds: s.Retry.InitialBackoffSeconds,
 			MaxBackoffSeconds:     s.Retry.MaxBackoffSeconds,
 		},
-		Status: string(s.Status),
+		Status:       string(s.Status),
+		StatusReason: s.StatusReason,
 		CustomConfig: mapSlice(s.CustomConfig, func(kv *subscription.KeyValue) keyValueDoc {
 			return keyValueDoc{Key: kv.Key, Value: kv.Value}
 		}),
@@ -152,7 +154,8 @@ func (d *subscriptionDoc) asDomain() *subscription.Subscription {
 			InitialBackoffSeconds: d.Retry.InitialBackoffSeconds,
 			MaxBackoffSeconds:     d.Retry.MaxBackoffSeconds,
 		},
-		Status: subscription.Status(d.Status),
+		Status:       subscription.Status(d.Status),
+		StatusReason: d.StatusReason,
 		CustomConfig: mapSlice(d.CustomConfig, func(kv *keyValueDoc) subscription.KeyValue {
 			return subscription.KeyValue{Key: kv.Key, Value: kv.Value}
 		}),

@@ -48,7 +48,7 @@ type storedSubscription struct {
 // listSubscriptionsSealed returns up to secretPage subscriptions with ids
 // after after, in id order, as stored.
 func (s *Store) listSubscriptionsSealed(ctx context.Context, after string) ([]storedSubscription, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE id > ? ORDER BY id LIMIT ?`, after, secretPage)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT secrets, doc FROM subscriptions WHERE id > ? ORDER BY id LIMIT ?`, after, secretPage)
 	if err != nil {
 		return nil, s.translate(err)
 	}
@@ -187,7 +187,8 @@ func (s *Store) queryJobsSealed(ctx context.Context, query string, args ...any) 
 }
 
 // bytesRow is a row already read: the secrets and doc columns of a
-// subscription, for scanSubscriptionSealed.
+// subscription, for scanSubscriptionSealed (its status_reason is left
+// unset: sealing rewrites the secrets and doc columns only).
 type bytesRow struct{ secrets, doc []byte }
 
 // Scan copies the two columns into dest.

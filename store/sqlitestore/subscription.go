@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -9,17 +10,18 @@ import (
 	"github.com/hooklane/hooklane/subscription"
 )
 
-const subscriptionColumns = `secrets, doc`
+const subscriptionColumns = `secrets, doc, status_reason`
 
 // subscriptionDocument is the stored form of a subscription, without the
-// API's MarshalJSON. Its secrets, which have no JSON form, have a column of
-// their own.
+// API's MarshalJSON. Its secrets and status reason, which have no JSON
+// form, have columns of their own.
 type subscriptionDocument subscription.Subscription
 
 // subscriptionRow is a subscription encoded for its table.
 type subscriptionRow struct {
 	id, code, clientKey, status string
 	secrets, doc                []byte
+	statusReason                sql.NullString
 }
 
 // newSubscriptionRow encodes sub with its secrets sealed by the store's
@@ -51,7 +53,7 @@ func encodeSubscriptionRow(sub *subscription.Subscription) (*subscriptionRow, er
 	}
 	return &subscriptionRow{
 		id: sub.ID, code: sub.Code, clientKey: clientKey(sub.ClientID), status: string(sub.Status),
-		secrets: sb, doc: doc,
+		secrets: sb, doc: doc, statusReason: nullString(sub.StatusReason),
 	}, nil
 }
 
@@ -62,6 +64,14 @@ func clientKey(clientID *string) string {
 		return ""
 	}
 	return "c:" + *clientID
+}
+
+// nullString is the column form of an optional string.
+func nullString(s *string) sql.NullString {
+	if s == nil {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: *s, Valid: true}
 }
 
 // scanSubscription reads a subscription with its secrets opened by the
@@ -77,11 +87,12 @@ func (s *Store) scanSubscription(r rowScanner) (*subscription.Subscription, erro
 	return sub, nil
 }
 
-// scanSubscriptionSealed reads a subscription as stored, its secrets as
-// they are.
+// scanSubscriptionSealed reads a subscription (subscriptionColumns) as
+// stored, its secrets as they are.
 func scanSubscriptionSealed(r rowScanner) (*subscription.Subscription, error) {
 	var secrets, doc []byte
-	if err := r.Scan(&secrets, &doc); err != nil {
+	var reason sql.NullString
+	if err := r.Scan(&secrets, &doc, &reason); err != nil {
 		return nil, err
 	}
 	sub := &subscription.Subscription{}
@@ -90,6 +101,9 @@ func scanSubscriptionSealed(r rowScanner) (*subscription.Subscription, error) {
 	}
 	if err := json.Unmarshal(secrets, &sub.Secrets); err != nil {
 		return nil, fmt.Errorf("decode secrets of subscription %s: %w", sub.ID, err)
+	}
+	if reason.Valid {
+		sub.StatusReason = &reason.String
 	}
 	return sub, nil
 }
@@ -105,8 +119,8 @@ func (s *Store) SubscriptionInsert(ctx context.Context, sub *subscription.Subscr
 		return err
 	}
 	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO subscriptions (id, code, client_key, status, secrets, doc)
-			VALUES (?, ?, ?, ?, ?, ?)`, r.id, r.code, r.clientKey, r.status, r.secrets, r.doc); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO subscriptions (id, code, client_key, status, secrets, doc, status_reason)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.id, r.code, r.clientKey, r.status, r.secrets, r.doc, r.statusReason); err != nil {
 			return err
 		}
 		return bumpGeneration(ctx, tx, "subscriptions")
@@ -190,7 +204,7 @@ func (s *Store) SubscriptionUpdate(ctx context.Context, sub *subscription.Subscr
 	}
 	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		if err := execOne(ctx, tx, `UPDATE subscriptions SET code = ?, client_key = ?, status = ?, secrets = ?,
-			doc = ? WHERE id = ?`, r.code, r.clientKey, r.status, r.secrets, r.doc, r.id); err != nil {
+			doc = ?, status_reason = ? WHERE id = ?`, r.code, r.clientKey, r.status, r.secrets, r.doc, r.statusReason, r.id); err != nil {
 			return err
 		}
 		return bumpGeneration(ctx, tx, "subscriptions")

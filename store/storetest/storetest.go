@@ -8,6 +8,7 @@ import (
 	"context"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/health"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/secretbox"
@@ -16,10 +17,14 @@ import (
 )
 
 // Store is every storage port together: what an adapter implements.
+//
+//nolint:interfacebloat // the composition of every domain's small port (STYLE §4) is the point: it is what an adapter must satisfy
 type Store interface {
 	ingest.Store
 	dispatch.Store
 	dispatch.PoolStore
+	dispatch.CircuitStore
+	health.Store
 	subscription.Store
 	schema.Store
 	stream.Store

@@ -71,7 +71,10 @@ func testSubscription(t *testing.T, newStore NewStoreFunc) {
 		t.Parallel()
 		b := setup(t, newStore)
 		full := b.newSubscription("orders", new("client-1"))
-		bare := &subscription.Subscription{ID: b.ids.New(), Code: "bare", Status: subscription.StatusPaused, CreatedAt: baseTime(), UpdatedAt: baseTime()}
+		bare := &subscription.Subscription{
+			ID: b.ids.New(), Code: "bare", Status: subscription.StatusPaused,
+			StatusReason: new("disabled by the gateway"), CreatedAt: baseTime(), UpdatedAt: baseTime(),
+		}
 		require.NoError(t, b.store.SubscriptionInsert(b.ctx, full))
 		require.NoError(t, b.store.SubscriptionInsert(b.ctx, bare))
 		for _, want := range []*subscription.Subscription{full, bare} {

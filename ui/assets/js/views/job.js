@@ -33,7 +33,7 @@ export function render(root, { parts, ctx }) {
       h('div', {}, h('div', { class: 'eyebrow' }, j.kind === 'TASK' ? 'Task job' : 'Dispatch job'),
         h('h1', { class: 'mono', id: 'job-id' }, j.id),
         h('div', { class: 'head-meta' }, h('span', { id: 'job-status' }, badge(j.status, 'lg')),
-          j.blockedBy ? h('span', { class: 'tag warn' }, j.blockedBy === 'subscription-paused' ? 'held: subscription paused' : h('span', {}, 'held by ', h('a', { href: '#/jobs/' + j.blockedBy, class: 'mono' }, j.blockedBy))) : null,
+          j.blockedBy ? h('span', { class: 'tag warn' }, j.blockedBy === 'subscription-paused' ? 'held: subscription paused' : j.blockedBy === 'circuit-open' ? 'held: circuit open, waiting for its probe' : h('span', {}, 'held by ', h('a', { href: '#/jobs/' + j.blockedBy, class: 'mono' }, j.blockedBy))) : null,
           j.nextAttemptAt && (j.status === 'PENDING' || j.status === 'QUEUED') ? h('span', { class: 'muted' }, 'next attempt ' + ago(j.nextAttemptAt)) : null)),
       ctx.can('write') ? h('div', { class: 'actions' },
         retryable.includes(j.status) ? h('button', { class: 'btn primary', id: 'job-retry', onclick: () => act('retry') }, 'Retry') : null,

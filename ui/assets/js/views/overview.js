@@ -1,7 +1,7 @@
 // Overview: live rates drawn from the stream, jobs by status, pools with
 // in-flight against concurrency, and the slowest targets.
 import { api, listAll } from '../api.js';
-import { h, fill, fmtNum, fmtMs, badge, throttle, errorBox } from '../dom.js';
+import { h, fill, fmtNum, fmtMs, badge, throttle, errorBox, ago } from '../dom.js';
 import { lineChart } from '../chart.js';
 import { seriesDefs } from '../rates.js';
 
@@ -23,11 +23,14 @@ export function render(root, { ctx }) {
   const statusBox = h('div', { class: 'status-grid' });
   const poolBox = h('div', {});
   const slowBox = h('div', {});
+  const failingBox = h('div', {});
   fill(root,
     h('header', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Overview'), h('p', { class: 'muted' }, 'Last 15 minutes, live from the status stream'))),
     h('section', { class: 'stats' }, cards),
     h('section', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', {}, 'Throughput'), h('span', { class: 'muted small' }, 'per second, 10 s buckets'),
       h('div', { class: 'legend' }, seriesDefs.map((s) => h('span', {}, h('span', { class: 'swatch', style: `background:${s.color}` }), s.label)))), chartBox),
+    h('section', { class: 'card', id: 'failing-endpoints' }, h('div', { class: 'card-head' }, h('h2', {}, 'Failing endpoints'),
+      h('span', { class: 'muted small' }, 'circuits not closed, subscriptions disabled by the gateway')), failingBox),
     h('div', { class: 'cols' },
       h('section', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', {}, 'Jobs by status')), statusBox),
       h('section', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', {}, 'Dispatch pools'), h('span', { class: 'muted small' }, 'in flight / concurrency')), poolBox)),
@@ -58,6 +61,7 @@ export function render(root, { ctx }) {
       fill(statusBox, statuses.map((s, i) => h('a', { class: 'status-tile', href: '#/jobs?status=' + s, 'data-count-status': s },
         badge(s), h('div', { class: 'tile-num' }, fmtNum(counts[i].items.length) + (counts[i].nextCursor ? '+' : '')))));
       drawPools(poolBox, pools.items, subs.items, inflight.items);
+      drawFailing(failingBox, subs.items);
       drawSlowest(slowBox, recent.items);
     } catch (err) {
       if (alive) fill(statusBox, errorBox(err));
@@ -101,6 +105,25 @@ function drawPools(box, pools, subs, inflight) {
         h('td', { class: 'meter-cell' }, h('div', { class: 'meter' + (pct >= 90 ? ' hot' : '') }, h('span', { style: `width:${pct}%` })),
           h('span', { class: 'small' }, `${n} / ${p.concurrency}`)),
         h('td', { class: 'num small' }, p.ratePerSecond ? `${p.ratePerSecond}/s (burst ${p.burst})` : 'none'));
+    }))));
+}
+
+/** drawFailing lists the subscriptions whose circuit is not closed, or that
+ * the gateway disabled (statusReason set), longest failing first. */
+function drawFailing(box, subs) {
+  const rows = subs.filter((s) => (s.circuit && s.circuit.state !== 'CLOSED') || s.statusReason)
+    .sort((a, b) => String((a.circuit && a.circuit.openedAt) || a.updatedAt).localeCompare(String((b.circuit && b.circuit.openedAt) || b.updatedAt)));
+  if (!rows.length) { fill(box, h('p', { class: 'muted', id: 'no-failing' }, 'None: every circuit is closed.')); return; }
+  fill(box, h('table', { class: 'table compact' },
+    h('thead', {}, h('tr', {}, h('th', {}, 'Subscription'), h('th', {}, 'Circuit'), h('th', { class: 'num' }, 'Failures'),
+      h('th', {}, 'Open since'), h('th', {}, 'Next probe'), h('th', {}, 'Status'))),
+    h('tbody', {}, rows.map((s) => {
+      const c = s.circuit || { state: 'CLOSED', consecutiveFailures: 0 };
+      return h('tr', { class: 'clickable', 'data-failing': s.code, onclick: () => { location.hash = '#/subscriptions/' + s.id; } },
+        h('td', {}, h('a', { class: 'strong', href: '#/subscriptions/' + s.id }, s.code), h('div', { class: 'mono small muted ellipsis', title: s.target || '' }, s.target || '')),
+        h('td', {}, badge(c.state)), h('td', { class: 'num' }, fmtNum(c.consecutiveFailures)),
+        h('td', { class: 'small' }, c.openedAt ? ago(c.openedAt) : '—'), h('td', { class: 'small' }, c.nextProbeAt && c.state !== 'CLOSED' ? ago(c.nextProbeAt) : '—'),
+        h('td', { title: s.statusReason || '' }, badge(s.status), s.statusReason ? h('div', { class: 'small muted ellipsis' }, s.statusReason) : null));
     }))));
 }
 

@@ -2,7 +2,7 @@
 // the field each pointer names), pause / resume, secret rotation and a
 // "send test event" button.
 import { api, listAll } from '../api.js';
-import { h, fill, badge, fmtTime, errorBox, toast, modal, placeErrors, clearErrors } from '../dom.js';
+import { h, fill, badge, fmtTime, fmtMs, fmtNum, ago, errorBox, toast, modal, placeErrors, clearErrors } from '../dom.js';
 import { authBody, tlsBody, MASK } from './endpoint.js';
 
 export const needs = 'read';
@@ -29,7 +29,7 @@ function renderList(root, ctx) {
       h('td', { class: 'mono small ellipsis', title: s.target || '' }, s.target || (s.delivery === 'pull' ? 'pull' : '—')),
       h('td', { class: 'mono small' }, (s.eventTypes || []).map((e) => e.eventTypeCode + (e.specVersion ? '@' + e.specVersion : '')).join(', ')),
       h('td', {}, h('span', { class: 'tag mode-' + s.mode.toLowerCase() }, s.mode.replaceAll('_', ' '))),
-      h('td', {}, badge(s.status)),
+      h('td', {}, badge(s.status), s.circuit && s.circuit.state !== 'CLOSED' ? [' ', circuitBadge(s.circuit)] : null),
       h('td', { class: 'small' }, fmtTime(s.updatedAt)))) :
       h('tr', {}, h('td', { colspan: 6, class: 'empty-row' }, 'No subscriptions yet.')));
   }).catch((err) => fill(tbody, h('tr', {}, h('td', { colspan: 6 }, errorBox(err)))));
@@ -232,11 +232,17 @@ function renderDetail(root, id, ctx) {
       } catch (err) { toast(err.message, 'error'); }
     };
     const w = ctx.can('write');
+    const open = sub.circuit && sub.circuit.state !== 'CLOSED';
     fill(head,
       h('div', {}, h('div', { class: 'eyebrow' }, 'Subscription'), h('h1', {}, sub.code),
-        h('div', { class: 'head-meta' }, h('span', { id: 'sub-status' }, badge(sub.status)), h('span', { class: 'tag mode-' + sub.mode.toLowerCase() }, sub.mode.replaceAll('_', ' ')),
-          h('span', { class: 'muted small' }, 'id ', h('span', { class: 'mono' }, sub.id)))),
+        h('div', { class: 'head-meta' }, h('span', { id: 'sub-status' }, badge(sub.status)),
+          sub.circuit ? h('span', { id: 'sub-circuit' }, circuitBadge(sub.circuit)) : null,
+          h('span', { class: 'tag mode-' + sub.mode.toLowerCase() }, sub.mode.replaceAll('_', ' ')),
+          h('span', { class: 'muted small' }, 'id ', h('span', { class: 'mono' }, sub.id))),
+        sub.statusReason ? h('div', { class: 'alert a-error status-reason', id: 'sub-status-reason' }, sub.statusReason) : null),
       h('div', { class: 'actions' },
+        w && open && sub.status !== 'PAUSED' ? h('button', { class: 'btn', id: 'close-circuit', title: 'Close the circuit now: the waiting jobs go out at once',
+          onclick: () => setStatus('resume') }, 'Close circuit') : null,
         h('a', { class: 'btn', href: '#/lanes/' + sub.id }, 'Lanes'),
         h('a', { class: 'btn', href: '#/jobs?subscription=' + encodeURIComponent(sub.code) }, 'Jobs'),
         ctx.can('postEvents') ? h('button', { class: 'btn', id: 'send-test', onclick: () => sendTest(sub) }, 'Send test event') : null,
@@ -246,6 +252,7 @@ function renderDetail(root, id, ctx) {
     fill(left, renderForm(null, sub, ctx, () => load()));
     const secretBox = h('div', {});
     fill(right,
+      sub.delivery === 'pull' ? null : healthCard(sub, () => alive),
       h('section', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', {}, 'Signing')),
         h('p', { class: 'small muted' }, 'Deliveries carry Standard Webhooks signatures (', h('code', {}, 'webhook-signature'), '). During a rotation the old secret signs alongside the new one for 24 h.'),
         w ? h('button', { class: 'btn sm', onclick: async () => {
@@ -260,6 +267,53 @@ function renderDetail(root, id, ctx) {
   };
   load();
   return () => { alive = false; };
+}
+
+/** circuitBadge is the pill of a circuit's state (API.md §12). */
+export function circuitBadge(c) {
+  const b = badge(c.state, 'circuit');
+  b.title = c.state === 'CLOSED' ? 'Circuit closed: deliveries run' :
+    `Circuit ${c.state.replace('_', '-').toLowerCase()} after ${c.consecutiveFailures} consecutive failures` + (c.nextProbeAt ? `; next probe ${fmtTime(c.nextProbeAt)}` : '');
+  b.prepend('circuit ');
+  return b;
+}
+
+/** healthCard shows the subscription's circuit and its 1 h / 24 h health,
+ * read from GET /api/subscriptions/{id}/health and refreshed every 5 s. */
+function healthCard(sub, alive) {
+  const body = h('div', {}, h('p', { class: 'muted small' }, 'Loading…'));
+  const draw = (hv) => {
+    const c = hv.circuit || { state: 'CLOSED', consecutiveFailures: 0 };
+    const rate = (w) => (w.successRate === null ? '—' : (w.successRate * 100).toFixed(w.successRate === 1 ? 0 : 1) + '%');
+    const lat = (w, k) => (w.latencyMs ? fmtMs(w.latencyMs[k]) : '—');
+    fill(body,
+      h('dl', { class: 'kv' },
+        h('dt', {}, 'Circuit'), h('dd', { id: 'health-circuit', 'data-state': c.state }, circuitBadge(c),
+          c.state !== 'CLOSED' && c.nextProbeAt ? h('span', { class: 'muted small' }, ' next probe ', ago(c.nextProbeAt)) : null),
+        h('dt', {}, 'Consecutive failures'), h('dd', { id: 'health-failures' }, fmtNum(c.consecutiveFailures)),
+        c.openedAt ? [h('dt', {}, 'Opened'), h('dd', {}, fmtTime(c.openedAt))] : null,
+        h('dt', {}, 'Last success'), h('dd', {}, hv.lastSuccessAt ? fmtTime(hv.lastSuccessAt) + ' (' + ago(hv.lastSuccessAt) + ')' : '—'),
+        h('dt', {}, 'Last failure'), h('dd', {}, hv.lastFailureAt ? fmtTime(hv.lastFailureAt) + ' (' + ago(hv.lastFailureAt) + ')' : '—'),
+        hv.lastError ? [h('dt', {}, 'Last error'), h('dd', { class: 'mono small break text-error' }, hv.lastError)] : null),
+      h('table', { class: 'table compact', id: 'health-windows' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'Last'), h('th', { class: 'num', title: 'attempts' }, 'Sent'), h('th', { class: 'num' }, 'Failed'),
+          h('th', { class: 'num', title: 'success rate' }, 'OK'), h('th', { class: 'num' }, 'p50'), h('th', { class: 'num' }, 'p95'), h('th', { class: 'num' }, 'p99'))),
+        h('tbody', {}, hv.windows.map((w) => h('tr', { 'data-window': w.window },
+          h('td', {}, w.window), h('td', { class: 'num' }, fmtNum(w.attempts)),
+          h('td', { class: 'num' + (w.failed ? ' text-error' : ''), 'data-failed': w.failed }, fmtNum(w.failed)),
+          h('td', { class: 'num strong' }, rate(w)), h('td', { class: 'num' }, lat(w, 'p50')), h('td', { class: 'num' }, lat(w, 'p95')),
+          h('td', { class: 'num' }, lat(w, 'p99')))))),
+      h('p', { class: 'small muted' }, 'Per-minute aggregates, up to 2 s behind; latency percentiles are estimated within histogram buckets.'));
+  };
+  const load = async () => {
+    if (!alive()) return;
+    try {
+      draw(await api('GET', `/api/subscriptions/${sub.id}/health`));
+    } catch (err) { fill(body, errorBox(err)); }
+    if (alive()) setTimeout(load, 5000);
+  };
+  load();
+  return h('section', { class: 'card', id: 'health-card' }, h('div', { class: 'card-head' }, h('h2', {}, 'Endpoint health')), body);
 }
 
 async function rotate(sub) {

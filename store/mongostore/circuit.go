@@ -1,0 +1,166 @@
+package mongostore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/subscription"
+)
+
+// circuitDoc is a dispatch.Circuit as stored; _id is the subscription id.
+type circuitDoc struct {
+	ID                  string     `bson:"_id"`
+	State               string     `bson:"state"`
+	ConsecutiveFailures int        `bson:"consecutiveFailures"`
+	OpenedAt            *time.Time `bson:"openedAt"`
+	NextProbeAt         *time.Time `bson:"nextProbeAt"`
+	CooldownMs          int64      `bson:"cooldownMs"`
+	ProbeJobID          string     `bson:"probeJobId"`
+	ProbeUntil          *time.Time `bson:"probeUntil"`
+	FailingSince        *time.Time `bson:"failingSince"`
+	UpdatedAt           time.Time  `bson:"updatedAt"`
+	Version             int64      `bson:"version"`
+}
+
+func toCircuitDoc(c *dispatch.Circuit) *circuitDoc {
+	return &circuitDoc{
+		ID: c.SubscriptionID, State: string(c.State), ConsecutiveFailures: c.ConsecutiveFailures,
+		OpenedAt: msPtr(c.OpenedAt), NextProbeAt: msPtr(c.NextProbeAt), CooldownMs: c.Cooldown.Milliseconds(),
+		ProbeJobID: c.ProbeJobID, ProbeUntil: msPtr(c.ProbeUntil), FailingSince: msPtr(c.FailingSince),
+		UpdatedAt: ms(c.UpdatedAt), Version: c.Version,
+	}
+}
+
+func (d *circuitDoc) asDomain() *dispatch.Circuit {
+	return &dispatch.Circuit{
+		SubscriptionID: d.ID, State: dispatch.CircuitState(d.State), ConsecutiveFailures: d.ConsecutiveFailures,
+		OpenedAt: utcPtr(d.OpenedAt), NextProbeAt: utcPtr(d.NextProbeAt), Cooldown: time.Duration(d.CooldownMs) * time.Millisecond,
+		ProbeJobID: d.ProbeJobID, ProbeUntil: utcPtr(d.ProbeUntil), FailingSince: utcPtr(d.FailingSince),
+		UpdatedAt: utc(d.UpdatedAt), Version: d.Version,
+	}
+}
+
+func circuitsAsDomain(docs []circuitDoc) []*dispatch.Circuit {
+	out := make([]*dispatch.Circuit, len(docs))
+	for i := range docs {
+		out[i] = docs[i].asDomain()
+	}
+	return out
+}
+
+// CircuitGet returns a subscription's circuit; store.ErrNotFound when none
+// is stored.
+func (s *Store) CircuitGet(ctx context.Context, subscriptionID string) (*dispatch.Circuit, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	var doc circuitDoc
+	if err := s.circuits.FindOne(ctx, bson.D{{Key: "_id", Value: subscriptionID}}).Decode(&doc); err != nil {
+		return nil, fmt.Errorf("get circuit of subscription %s: %w", subscriptionID, translate(ctx, err))
+	}
+	return doc.asDomain(), nil
+}
+
+// CircuitGetMany returns the stored circuits of the given subscriptions.
+func (s *Store) CircuitGetMany(ctx context.Context, subscriptionIDs []string) ([]*dispatch.Circuit, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if len(subscriptionIDs) == 0 {
+		return nil, nil
+	}
+	docs, err := findAll[circuitDoc](ctx, s.circuits, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: subscriptionIDs}}}})
+	if err != nil {
+		return nil, fmt.Errorf("get circuits: %w", err)
+	}
+	return circuitsAsDomain(docs), nil
+}
+
+// CircuitListNotClosed returns up to limit circuits that are not CLOSED,
+// earliest OpenedAt first.
+func (s *Store) CircuitListNotClosed(ctx context.Context, limit int) ([]*dispatch.Circuit, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	docs, err := findAll[circuitDoc](ctx, s.circuits,
+		bson.D{{Key: "state", Value: bson.D{{Key: "$ne", Value: string(dispatch.CircuitClosed)}}}},
+		options.Find().SetSort(bson.D{{Key: "openedAt", Value: 1}, {Key: "_id", Value: 1}}).SetLimit(int64(limit)))
+	if err != nil {
+		return nil, fmt.Errorf("list circuits not closed: %w", err)
+	}
+	return circuitsAsDomain(docs), nil
+}
+
+// CircuitUpdate writes p.Circuit when the stored version is
+// p.Circuit.Version (0: none stored, inserted), then stores its status
+// events.
+func (s *Store) CircuitUpdate(ctx context.Context, p *dispatch.CircuitUpdateParams) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	c := p.Circuit
+	doc := toCircuitDoc(c)
+	doc.Version = c.Version + 1
+	if c.Version == 0 {
+		if _, err := s.circuits.InsertOne(ctx, doc); err != nil {
+			return fmt.Errorf("insert circuit of subscription %s: %w", c.SubscriptionID, translate(ctx, err))
+		}
+	} else if err := s.replaceVersioned(ctx, s.circuits, c.SubscriptionID, "version", c.Version, doc); err != nil {
+		return fmt.Errorf("update circuit of subscription %s at version %d: %w", c.SubscriptionID, c.Version, err)
+	}
+	c.Version = doc.Version
+	if err := s.insertStatusEvents(ctx, p.Events); err != nil {
+		return fmt.Errorf("update circuit of subscription %s: insert status events: %w", c.SubscriptionID, err)
+	}
+	return nil
+}
+
+// CircuitDelete removes a subscription's circuit.
+func (s *Store) CircuitDelete(ctx context.Context, subscriptionID string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if _, err := s.circuits.DeleteOne(ctx, bson.D{{Key: "_id", Value: subscriptionID}}); err != nil {
+		return fmt.Errorf("delete circuit of subscription %s: %w", subscriptionID, translate(ctx, err))
+	}
+	return nil
+}
+
+// SubscriptionDisable pauses an ACTIVE subscription with a status reason,
+// then stores the status events and bumps the subscription generation.
+func (s *Store) SubscriptionDisable(ctx context.Context, p *dispatch.SubscriptionDisableParams) (bool, error) {
+	if err := s.check(); err != nil {
+		return false, err
+	}
+	res, err := s.subscriptions.UpdateOne(ctx,
+		bson.D{{Key: "_id", Value: p.SubscriptionID}, {Key: "status", Value: string(subscription.StatusActive)}},
+		bson.D{{Key: "$set", Value: bson.D{
+			{Key: "status", Value: string(subscription.StatusPaused)},
+			{Key: "statusReason", Value: p.Reason},
+			{Key: "updatedAt", Value: ms(p.At)},
+		}}})
+	if err != nil {
+		return false, fmt.Errorf("disable subscription %s: %w", p.SubscriptionID, translate(ctx, err))
+	}
+	if res.MatchedCount == 0 {
+		if err := s.missingOr(ctx, s.subscriptions, p.SubscriptionID, nil); err != nil {
+			return false, fmt.Errorf("disable subscription %s: %w", p.SubscriptionID, err)
+		}
+		return false, nil
+	}
+	if err := s.insertStatusEvents(ctx, p.Events); err != nil {
+		return true, fmt.Errorf("disable subscription %s: insert status events: %w", p.SubscriptionID, err)
+	}
+	if err := s.bumpGeneration(ctx, genSubscriptions); err != nil {
+		return true, fmt.Errorf("disable subscription %s: %w", p.SubscriptionID, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,164 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/store"
+	"github.com/hooklane/hooklane/stream"
+	"github.com/hooklane/hooklane/subscription"
+)
+
+// newCircuit returns an OPEN circuit with every field set.
+func newCircuit(subscriptionID string) *dispatch.Circuit {
+	at := baseTime()
+	return &dispatch.Circuit{
+		SubscriptionID: subscriptionID, State: dispatch.CircuitOpen, ConsecutiveFailures: 10,
+		OpenedAt: new(at), NextProbeAt: new(at.Add(30 * time.Second)), Cooldown: 30 * time.Second,
+		FailingSince: new(at.Add(-time.Minute)), UpdatedAt: at,
+	}
+}
+
+func testCircuit(t *testing.T, newStore NewStoreFunc) {
+	t.Helper()
+
+	t.Run("InsertGetUpdateVersioned", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		_, err := b.store.CircuitGet(b.ctx, "sub-1")
+		require.ErrorIs(t, err, store.ErrNotFound, "no circuit stored yet")
+
+		c := newCircuit("sub-1")
+		opened := b.statusEvent(stream.TypeSubscriptionCircuitOpened, "sub-1", baseTime())
+		opened.Data = stream.Data{
+			Subscription: "orders", Reason: "10 consecutive failed attempts",
+			ConsecutiveFailures: 10, NextProbeAt: c.NextProbeAt, ClientID: "client-1",
+		}
+		require.NoError(t, b.store.CircuitUpdate(b.ctx, &dispatch.CircuitUpdateParams{Circuit: c, Events: []stream.Event{opened}}))
+		require.EqualValues(t, 1, c.Version, "an insert sets version 1 on the passed circuit")
+		got, err := b.store.CircuitGet(b.ctx, "sub-1")
+		require.NoError(t, err)
+		require.Equal(t, c, got)
+
+		events, err := b.store.StatusEventListBySubject(b.ctx, "sub-1")
+		require.NoError(t, err)
+		require.Equal(t, []stream.Event{opened}, events, "the status events are stored with the circuit")
+
+		again := newCircuit("sub-1")
+		require.ErrorIs(t, b.store.CircuitUpdate(b.ctx, &dispatch.CircuitUpdateParams{Circuit: again}), store.ErrConflict,
+			"a second insert (version 0) conflicts")
+
+		half := *got
+		half.State = dispatch.CircuitHalfOpen
+		half.ProbeJobID = "job-1"
+		half.ProbeUntil = new(baseTime().Add(time.Minute))
+		half.UpdatedAt = baseTime().Add(time.Second)
+		require.NoError(t, b.store.CircuitUpdate(b.ctx, &dispatch.CircuitUpdateParams{Circuit: &half}))
+		require.EqualValues(t, 2, half.Version)
+
+		stale := *got // still at version 1: a racing writer that lost
+		stale.State = dispatch.CircuitHalfOpen
+		stale.ProbeJobID = "job-2"
+		require.ErrorIs(t, b.store.CircuitUpdate(b.ctx, &dispatch.CircuitUpdateParams{Circuit: &stale}), store.ErrConflict)
+		require.EqualValues(t, 1, stale.Version, "a refused write leaves the version")
+
+		got, err = b.store.CircuitGet(b.ctx, "sub-1")
+		require.NoError(t, err)
+		require.Equal(t, &half, got, "the winner's write is kept")
+
+		closed := &dispatch.Circuit{SubscriptionID: "sub-1", State: dispatch.CircuitClosed, UpdatedAt: baseTime().Add(2 * time.Second), Version: 2}
+		require.NoError(t, b.store.CircuitUpdate(b.ctx, &dispatch.CircuitUpdateParams{Circuit: closed}))
+		got, err = b.store.CircuitGet(b.ctx, "sub-1")
+		require.NoError(t, err)
+		require.Equal(t, closed, got, "nil times and empty fields round-trip")
+
+		require.NoError(t, b.store.CircuitDelete(b.ctx, "sub-1"))
+		_, err = b.store.CircuitGet(b.ctx, "sub-1")
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.NoError(t, b.store.CircuitDelete(b.ctx, "sub-1"), "deleting none is no error")
+	})
+
+	t.Run("GetManyAndListNotClosed", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		late := newCircuit("sub-late")
+		late.OpenedAt = new(baseTime().Add(time.Hour))
+		early := newCircuit("sub-early")
+		half := newCircuit("sub-half")
+		half.OpenedAt = new(baseTime().Add(time.Minute))
+		half.State = dispatch.CircuitHalfOpen
+		half.ProbeJobID, half.ProbeUntil = "job-9", new(baseTime().Add(2*time.Minute))
+		closed := &dispatch.Circuit{SubscriptionID: "sub-closed", State: dispatch.CircuitClosed, ConsecutiveFailures: 3, UpdatedAt: baseTime()}
+		for _, c := range []*dispatch.Circuit{late, early, half, closed} {
+			require.NoError(t, b.store.CircuitUpdate(b.ctx, &dispatch.CircuitUpdateParams{Circuit: c}))
+		}
+		got, err := b.store.CircuitListNotClosed(b.ctx, 10)
+		require.NoError(t, err)
+		require.Equal(t, []*dispatch.Circuit{early, half, late}, got, "earliest opened first, CLOSED left out")
+		got, err = b.store.CircuitListNotClosed(b.ctx, 2)
+		require.NoError(t, err)
+		require.Equal(t, []*dispatch.Circuit{early, half}, got)
+
+		many, err := b.store.CircuitGetMany(b.ctx, []string{"sub-closed", "sub-late", "sub-none"})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []*dispatch.Circuit{closed, late}, many)
+		many, err = b.store.CircuitGetMany(b.ctx, nil)
+		require.NoError(t, err)
+		require.Empty(t, many)
+	})
+
+	t.Run("SubscriptionDisable", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		sub := b.newSubscription("orders", nil)
+		require.NoError(t, b.store.SubscriptionInsert(b.ctx, sub))
+		gen := b.subscriptionGeneration(t)
+		at := baseTime().Add(time.Hour)
+		ev := b.statusEvent(stream.TypeSubscriptionDisabled, sub.ID, at)
+		ev.Data = stream.Data{Subscription: "orders", Reason: "every attempt failed", ConsecutiveFailures: 12}
+		changed, err := b.store.SubscriptionDisable(b.ctx, &dispatch.SubscriptionDisableParams{
+			SubscriptionID: sub.ID, Reason: "every attempt failed", At: at, Events: []stream.Event{ev},
+		})
+		require.NoError(t, err)
+		require.True(t, changed)
+		require.Greater(t, b.subscriptionGeneration(t), gen, "a disable is announced like any subscription write")
+
+		got, err := b.store.SubscriptionGetByID(b.ctx, sub.ID)
+		require.NoError(t, err)
+		want := *sub
+		want.Status = subscription.StatusPaused
+		want.StatusReason = new("every attempt failed")
+		want.UpdatedAt = at
+		require.Equal(t, &want, got, "only status, statusReason and updatedAt change")
+		events, err := b.store.StatusEventListBySubject(b.ctx, sub.ID)
+		require.NoError(t, err)
+		require.Equal(t, []stream.Event{ev}, events)
+
+		paused, err := b.store.SubscriptionList(b.ctx, &subscription.ListParams{Status: subscription.StatusPaused})
+		require.NoError(t, err)
+		require.Len(t, paused.Subscriptions, 1, "the status filter sees the change")
+
+		changed, err = b.store.SubscriptionDisable(b.ctx, &dispatch.SubscriptionDisableParams{
+			SubscriptionID: sub.ID, Reason: "again", At: at.Add(time.Minute),
+			Events: []stream.Event{b.statusEvent(stream.TypeSubscriptionDisabled, sub.ID, at)},
+		})
+		require.NoError(t, err)
+		require.False(t, changed, "a subscription that is not ACTIVE is left alone")
+		events, err = b.store.StatusEventListBySubject(b.ctx, sub.ID)
+		require.NoError(t, err)
+		require.Len(t, events, 1, "and no status event is stored")
+
+		// An operator's resume (a plain update) clears the reason.
+		got.Status, got.StatusReason = subscription.StatusActive, nil
+		require.NoError(t, b.store.SubscriptionUpdate(b.ctx, got))
+		again, err := b.store.SubscriptionGetByID(b.ctx, sub.ID)
+		require.NoError(t, err)
+		require.Equal(t, got, again)
+
+		_, err = b.store.SubscriptionDisable(b.ctx, &dispatch.SubscriptionDisableParams{SubscriptionID: "missing", Reason: "x", At: at})
+		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+}
