@@ -95,6 +95,12 @@ type CircuitPolicy struct {
 	// AutoDisableAfter pauses a subscription whose every attempt failed for
 	// this long; 0 never does (HOOKLANE_AUTO_DISABLE_AFTER).
 	AutoDisableAfter time.Duration
+	// CleanTTL is how long a read of a clean CLOSED circuit is trusted, so
+	// that deliveries to a healthy endpoint read no circuit: a circuit
+	// another instance opens holds this instance's deliveries within it.
+	// Default CleanCircuitTTLDefault; negative reads the circuit on every
+	// gate and every success.
+	CleanTTL time.Duration
 }
 
 // CircuitStore is the storage port of the circuits. Adapters live in

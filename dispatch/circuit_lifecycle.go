@@ -71,6 +71,7 @@ func (lc *Lifecycle) Circuit(ctx context.Context, subscriptionID string) (*Circu
 // writeCircuit stores c with events, version-checked, and reports whether
 // it won.
 func (lc *Lifecycle) writeCircuit(ctx context.Context, c *Circuit, events []stream.Event) (bool, error) {
+	lc.clean.forget(c.SubscriptionID)
 	err := lc.cfg.Circuit.Store.CircuitUpdate(ctx, &CircuitUpdateParams{Circuit: c, Events: events})
 	switch {
 	case err == nil:
@@ -100,7 +101,7 @@ func (lc *Lifecycle) writeCircuit(ctx context.Context, c *Circuit, events []stre
 // so the probe is its group's head. A job that holds the slot passes again
 // (a repeated message of it); the claim decides who sends it.
 func (lc *Lifecycle) HoldForCircuit(ctx context.Context, j *Job, lease time.Duration) (held bool, err error) {
-	if !lc.gated(j) {
+	if !lc.gated(j) || lc.clean.fresh(j.SubscriptionID, lc.now()) {
 		return false, nil
 	}
 	for range conflictRetries {
@@ -109,6 +110,7 @@ func (lc *Lifecycle) HoldForCircuit(ctx context.Context, j *Job, lease time.Dura
 			return false, err
 		}
 		now := lc.now()
+		lc.clean.saw(c, now)
 		switch {
 		case c.State == CircuitClosed:
 			return false, nil
@@ -201,12 +203,19 @@ type circuitChange struct {
 }
 
 func (lc *Lifecycle) countOutcomeErr(ctx context.Context, j *Job, a Attempt, outcomeErr error) error {
+	if outcomeErr == nil && lc.clean.fresh(j.SubscriptionID, lc.now()) {
+		return nil // a success on a clean circuit changes nothing
+	}
+	if outcomeErr != nil {
+		lc.clean.forget(j.SubscriptionID)
+	}
 	for range conflictRetries * 2 {
 		c, err := lc.Circuit(ctx, j.SubscriptionID)
 		if err != nil {
 			return err
 		}
 		now := lc.now()
+		lc.clean.saw(c, now)
 		next := *c
 		ch, changed := lc.applyCircuitOutcome(&next, j, outcomeErr, now)
 		if !changed {

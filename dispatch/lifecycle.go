@@ -99,8 +99,9 @@ type LifecycleConfig struct {
 // against the version it read, so of two racing writers exactly one wins and
 // the other re-reads or gives way, as each verb documents.
 type Lifecycle struct {
-	cfg LifecycleConfig
-	enq *Enqueuer
+	cfg   LifecycleConfig
+	enq   *Enqueuer
+	clean *cleanCircuits // nil: every gate and success reads the circuit
 }
 
 // NewLifecycle returns a Lifecycle.
@@ -122,6 +123,13 @@ func NewLifecycle(cfg LifecycleConfig) *Lifecycle {
 	}
 	cfg.Logger = cfg.Logger.With("component", "dispatch")
 	lc := &Lifecycle{cfg: cfg}
+	if cfg.Circuit.CleanTTL == 0 {
+		cfg.Circuit.CleanTTL = CleanCircuitTTLDefault
+	}
+	if cfg.Circuit.CleanTTL > 0 {
+		lc.clean = newCleanCircuits(cfg.Circuit.CleanTTL)
+	}
+	lc.cfg.Circuit.CleanTTL = cfg.Circuit.CleanTTL
 	lc.enq = &Enqueuer{Queue: cfg.Queue, Store: cfg.Store, NewID: cfg.NewID, NowFunc: lc.now, Logger: cfg.Logger}
 	return lc
 }
