@@ -67,7 +67,8 @@ type Config struct {
 	PendingPollInterval time.Duration
 	// StaleQueuedAfter is the QUEUED age that counts as lost. Default 15m.
 	StaleQueuedAfter time.Duration
-	// StalePollInterval is the stale-queued check's period. Default 60s.
+	// StalePollInterval is the stale-queued check's period, at most a
+	// quarter of StaleQueuedAfter (staleCheckInterval). Default 60s.
 	StalePollInterval time.Duration
 	// LeasePollInterval is the expired-lease check's period. Default 10s.
 	LeasePollInterval time.Duration
@@ -255,7 +256,7 @@ func settings(c *Config) []setting {
 		{"stream-retention", "HOOKLANE_STREAM_RETENTION", "1h", "how long status events stay replayable", dur(&c.StreamRetention)},
 		{"pending-poll-interval", "HOOKLANE_PENDING_POLL_INTERVAL", "5s", "pending poller period", dur(&c.PendingPollInterval)},
 		{"stale-queued-after", "HOOKLANE_STALE_QUEUED_AFTER", "15m", "QUEUED age that counts as lost", dur(&c.StaleQueuedAfter)},
-		{"stale-poll-interval", "HOOKLANE_STALE_POLL_INTERVAL", "60s", "period of the check for jobs QUEUED too long", dur(&c.StalePollInterval)},
+		{"stale-poll-interval", "HOOKLANE_STALE_POLL_INTERVAL", "60s", "period of the check for jobs QUEUED too long (at most a quarter of the stale-queued age)", dur(&c.StalePollInterval)},
 		{"lease-poll-interval", "HOOKLANE_LEASE_POLL_INTERVAL", "10s", "period of the check for expired leases (crashed workers)", dur(&c.LeasePollInterval)},
 		{"fanout-poll-interval", "HOOKLANE_FANOUT_POLL_INTERVAL", "30s", "period of the fan-out recovery (events stored without their jobs)", dur(&c.FanOutPollInterval)},
 		{"fanout-grace", "HOOKLANE_FANOUT_GRACE", "30s", "age at which fan-out recovery takes over an event not fanned out", dur(&c.FanOutGrace)},

@@ -203,3 +203,15 @@ func TestLoadConfigTrustedProxies(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, c.trustedProxies, "none is trusted by default")
 }
+
+func TestStaleCheckIntervalIsAtMostAQuarterOfTheStaleAge(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ interval, after, want time.Duration }{
+		{60 * time.Second, 15 * time.Minute, 60 * time.Second},
+		{60 * time.Second, 10 * time.Second, 2500 * time.Millisecond},
+		{time.Second, 10 * time.Second, time.Second},
+	} {
+		got := staleCheckInterval(&Config{StalePollInterval: tc.interval, StaleQueuedAfter: tc.after})
+		require.Equal(t, tc.want, got, "interval %s, stale after %s", tc.interval, tc.after)
+	}
+}

@@ -88,6 +88,13 @@ func openQueue(ctx context.Context, cfg *Config, logger *slog.Logger) (queue.Que
 		if err != nil {
 			return nil, false, fmt.Errorf("open sqs queue: %w", err)
 		}
+		// A queue that answers it is not FIFO is refused; one that does not
+		// answer now (unreachable, missing) is left to /readyz.
+		if _, err := q.Check(ctx); errors.Is(err, sqsqueue.ErrNotFIFO) {
+			return nil, false, fmt.Errorf("open sqs queue: %w", err)
+		} else if err != nil {
+			logger.WarnContext(ctx, "could not check the sqs queue's attributes at start", "error", err)
+		}
 		// Concurrent ingest requests share SendMessageBatch calls and
 		// concurrent deliveries share DeleteMessageBatch calls (up to ten
 		// entries, after a 5 ms linger at most): a fraction of the API
@@ -252,7 +259,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		TracerProvider: tracer,
 	})
 	rescuer := pollers.NewRescuer(pollers.RescuerConfig{
-		Jobs: jobs, StaleQueuedAfter: cfg.StaleQueuedAfter, StaleInterval: cfg.StalePollInterval, LeaseInterval: cfg.LeasePollInterval,
+		Jobs: jobs, StaleQueuedAfter: cfg.StaleQueuedAfter, StaleInterval: staleCheckInterval(cfg), LeaseInterval: cfg.LeasePollInterval,
 		BatchSize: cfg.PollerBatchSize, Logger: logger, OnRescueFunc: m.ObservePollerMoves,
 	})
 	if inProcess {
@@ -389,6 +396,14 @@ func prepareSecrets(ctx context.Context, st Store, box *secretbox.Box, logger *s
 		logger.InfoContext(ctx, "stored secrets are encrypted", "encrypted", census.Sealed, "key_id", box.KeyID())
 	}
 	return nil
+}
+
+// staleCheckInterval is the period of the stale-queued check: the
+// configured one, but at most a quarter of StaleQueuedAfter, so that a job
+// whose message was lost is sent again within about 1.25 × StaleQueuedAfter
+// (a 60 s period with a 10 s threshold made it up to 70 s).
+func staleCheckInterval(cfg *Config) time.Duration {
+	return min(cfg.StalePollInterval, max(cfg.StaleQueuedAfter/4, time.Millisecond))
 }
 
 // recoverEmbedded re-queues, batch after batch, every job the previous
