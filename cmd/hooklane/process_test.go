@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -53,7 +54,7 @@ type process struct {
 	name string
 	base string
 	cmd  *exec.Cmd
-	log  *bytes.Buffer
+	log  *syncBuffer
 	done chan struct{}
 }
 
@@ -79,6 +80,16 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.Buffer.Write(p) //nolint:wrapcheck // an io.Writer passes its buffer's result through
 }
 
+// ReadFrom copies r through Write, under the lock: the promoted
+// bytes.Buffer.ReadFrom, which os/exec's io.Copy prefers, would bypass it.
+func (s *syncBuffer) ReadFrom(r io.Reader) (int64, error) {
+	n, err := io.Copy(struct{ io.Writer }{s}, r)
+	if err != nil {
+		return n, fmt.Errorf("copy process output: %w", err)
+	}
+	return n, nil
+}
+
 // startProcess starts the binary with env (HOOKLANE_* only; PATH and HOME
 // are passed through) and waits until /healthz answers.
 func startProcess(t *testing.T, bin, name string, env map[string]string) *process {
@@ -95,7 +106,7 @@ func startProcess(t *testing.T, bin, name string, env map[string]string) *proces
 	// no cleanup runs.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, cmd.Start())
-	p := &process{t: t, name: name, base: "http://" + addr, cmd: cmd, log: &buf.Buffer, done: make(chan struct{})}
+	p := &process{t: t, name: name, base: "http://" + addr, cmd: cmd, log: buf, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(p.done)
@@ -196,6 +207,13 @@ func (p *process) request(ctx context.Context, method, path, contentType, body s
 	var b bytes.Buffer
 	_, _ = b.ReadFrom(resp.Body)
 	return resp.StatusCode, resp.Header, b.Bytes()
+}
+
+// logText returns what the process logged so far.
+func (p *process) logText() string {
+	p.log.mu.Lock()
+	defer p.log.mu.Unlock()
+	return p.log.String()
 }
 
 // alive reports whether the process is still running.
