@@ -18,12 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
-
-	"github.com/hooklane/hooklane/queue/sqsqueue"
 )
 
 // hooklaneBinary is built once for every process test of this package.
@@ -111,19 +106,6 @@ func randomSuffix() string {
 	return hex.EncodeToString(b)
 }
 
-// newTestQueue creates a fresh high-throughput FIFO queue on the local
-// SQS-compatible server.
-func newTestQueue(t *testing.T, endpoint string) string {
-	t.Helper()
-	client := sqs.New(sqs.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-	})
-	url, err := sqsqueue.CreateQueue(context.Background(), client, "hooklane-test-"+randomSuffix()+".fifo", sqsqueue.CreateQueueParams{})
-	require.NoError(t, err)
-	return url
-}
-
 // TestMultiInstanceNoLossAndOrdering runs two gateways on one MongoDB and one
 // SQS FIFO queue, posts events of many message groups through both, kills
 // one with SIGKILL mid-run, and checks from the receiver's log that every
@@ -150,9 +132,11 @@ func TestMultiInstanceNoLossAndOrdering(t *testing.T) {
 	bin := hooklaneBinary.get(t)
 	recv := newOrderedReceiver(t)
 	env := map[string]string{
-		"HOOKLANE_MONGO_URI":             mongoURI,
-		"HOOKLANE_MONGO_DATABASE":        "hooklane_multi_" + randomSuffix(),
-		"HOOKLANE_SQS_QUEUE_URL":         newTestQueue(t, sqsEndpoint),
+		"HOOKLANE_MONGO_URI":      mongoURI,
+		"HOOKLANE_MONGO_DATABASE": "hooklane_multi_" + randomSuffix(),
+		// A queue with default attributes (FifoQueue=true only), the
+		// harder case (issue 22); the other fault tests use CreateQueue's.
+		"HOOKLANE_SQS_QUEUE_URL":         newDefaultFIFOQueue(t, sqsClient(sqsEndpoint)),
 		"HOOKLANE_SQS_ENDPOINT":          sqsEndpoint,
 		"HOOKLANE_SQS_REGION":            "us-east-1",
 		"AWS_ACCESS_KEY_ID":              "test",
