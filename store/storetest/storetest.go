@@ -7,6 +7,7 @@ package storetest
 import (
 	"context"
 
+	"github.com/hooklane/hooklane/client"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/schema"
@@ -23,6 +24,7 @@ type Store interface {
 	subscription.Store
 	schema.Store
 	stream.Store
+	client.Store
 	// SecretSealAll checks every stored secret against the store's
 	// secretbox.Box and seals those in plain text; see RunSealed.
 	SecretSealAll(ctx context.Context) (secretbox.Census, error)
