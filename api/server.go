@@ -14,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/hooklane/hooklane/client"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/ingest"
@@ -34,6 +35,7 @@ type Store interface {
 	dispatch.Store
 	dispatch.PoolStore
 	subscription.Store
+	client.Store
 	schema.Store
 	stream.Store
 	Ping(ctx context.Context) error
@@ -115,6 +117,8 @@ type Server struct {
 	catalog *schema.Catalog
 	// subscriptions is the subscription service (API.md §3).
 	subscriptions *subscription.Service
+	// clients is the client service (API.md §11).
+	clients *client.Service
 }
 
 // New returns a Server with every route registered.
@@ -148,6 +152,7 @@ func New(cfg Config) *Server {
 		panic(fmt.Sprintf("api: trusted proxies %v: %v", proxies, err)) // netip.Prefix strings always parse
 	}
 	s := &Server{cfg: cfg, engine: e, catalog: newCatalog(&cfg), subscriptions: newSubscriptions(&cfg)}
+	s.clients = newClients(&cfg, s.subscriptions)
 
 	// Order: the request id first (so every later log line carries it),
 	// then the access log and metrics, then panic recovery, so a panic is
@@ -264,6 +269,7 @@ func (s *Server) routes() {
 
 	a.GET("/stream", s.auth(RoleViewer), s.h(s.streamSSE))
 	a.GET("/stream/ws", s.auth(RoleViewer), s.h(s.streamWS))
+	s.clientRoutes(a)
 }
 
 // h adapts a handler that returns an error: the error becomes the answer,
