@@ -223,6 +223,7 @@ func (s *Server) checkEventClients(c *gin.Context, req *ingest.Request) error {
 		}
 		if scope != "" {
 			if named && id != scope {
+				s.cfg.Metrics.ObserveClientEvent(scope, "refused")
 				return newProblem(http.StatusForbidden, fmt.Sprintf("a key scoped to client %q may not post events of client %q", scope, id),
 					FieldError{Pointer: ptr, Message: "names another client than the key's"})
 			}
@@ -239,6 +240,11 @@ func (s *Server) checkEventClients(c *gin.Context, req *ingest.Request) error {
 			return newProblem(http.StatusServiceUnavailable, "clients are not served here")
 		}
 		if err := s.clients.CheckEventClient(c.Request.Context(), id, ptr); err != nil {
+			if _, gerr := s.clients.Get(c.Request.Context(), id); gerr == nil {
+				// Only existing clients get a label: unknown ids are the
+				// producer's to choose.
+				s.cfg.Metrics.ObserveClientEvent(id, "refused")
+			}
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -278,4 +279,31 @@ func TestClientTokenWithoutKeys(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	resp, _ = s.do(t, http.MethodGet, "/api/dispatch-pools", nil, bearer("hlt_unknown")...)
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+}
+
+func TestClientMetricsAreCounted(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	resp, _ := s.do(t, http.MethodPost, "/api/event-types", map[string]any{"code": "shop.order.created", "name": "Order created"})
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	resp, _ = s.do(t, http.MethodPost, "/api/clients", map[string]any{"id": "acme", "name": "ACME"})
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	for range 2 {
+		resp, _ = s.do(t, http.MethodPost, "/api/events", `{"specversion":"1.0","id":"m1","source":"/s","type":"shop.order.created","clientid":"acme","data":{}}`, "Content-Type", "application/cloudevents+json")
+		require.Less(t, resp.StatusCode, 300)
+	}
+	resp, _ = s.do(t, http.MethodPatch, "/api/clients/acme", map[string]any{"status": "SUSPENDED"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, _ = s.do(t, http.MethodPost, "/api/events", `{"specversion":"1.0","id":"m2","source":"/s","type":"shop.order.created","clientid":"acme","data":{}}`, "Content-Type", "application/cloudevents+json")
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	resp, _ = s.do(t, http.MethodGet, "/metrics", nil)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	for _, line := range []string{
+		`hooklane_client_events_total{client="acme",outcome="accepted"} 1`,
+		`hooklane_client_events_total{client="acme",outcome="duplicate"} 1`,
+		`hooklane_client_events_total{client="acme",outcome="refused"} 1`,
+	} {
+		require.Contains(t, string(body), line)
+	}
 }

@@ -77,6 +77,9 @@ func (s *Server) postEvents(c *gin.Context) error {
 	allDup, deprecated := true, false
 	for i, r := range results {
 		v := s.newEventView(r.Event, s.visibleEventJobs(c, r.Jobs))
+		if id := r.Event.Event.Ext(clientExtension); id != "" {
+			s.cfg.Metrics.ObserveClientEvent(id, map[bool]string{true: "duplicate", false: "accepted"}[r.Duplicate])
+		}
 		dup := r.Duplicate
 		v.Duplicate = &dup
 		views[i] = v
