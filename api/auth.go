@@ -45,8 +45,9 @@ type KeySet struct {
 }
 
 // ParseKeys parses "name:role:key" entries separated by commas (the form
-// of HOOKLANE_API_KEYS). Every problem is reported, joined; no message
-// contains a key.
+// of HOOKLANE_API_KEYS); a fourth part, "name:role:key:clientId", scopes
+// the key to that client (API.md §11), so a key cannot contain a colon.
+// Every problem is reported, joined; no message contains a key.
 func ParseKeys(spec string) (*KeySet, error) {
 	ks := &KeySet{}
 	var errs []error
@@ -61,10 +62,11 @@ func ParseKeys(spec string) (*KeySet, error) {
 	return ks, nil
 }
 
-// ParseKeyFile parses the text of an API keys file: one "name:role:key"
-// entry per line; blank lines and lines starting with # are ignored. The
-// key is the rest of the line after the second colon, trimmed, so it may
-// hold commas. Every problem is reported with its line number.
+// ParseKeyFile parses the text of an API keys file: one "name:role:key" or
+// "name:role:key:clientId" entry per line; blank lines and lines starting
+// with # are ignored. The key runs from the second colon to the third (or
+// the end of the line), trimmed, so it may hold commas but not colons.
+// Every problem is reported with its line number.
 func ParseKeyFile(text string) (*KeySet, error) {
 	ks := &KeySet{}
 	var errs []error
