@@ -285,7 +285,7 @@ func visibleJobs[T any](s *Server, c *gin.Context, jobs []T, subscriptionOf func
 	}
 	out := make([]T, 0, len(jobs))
 	for _, j := range jobs {
-		if o, err := s.subscriptionOwner(c, subscriptionOf(j)); err == nil && o != nil && *o == scope {
+		if o, err := s.subscriptionOwner(c, subscriptionOf(j)); err == nil && o == scope {
 			out = append(out, j)
 		}
 	}

@@ -36,7 +36,7 @@ func mustCreateClient(t *testing.T, s *testServer, id string) {
 	require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", got)
 }
 
-func mustCreateSub(t *testing.T, s *testServer, key string, body map[string]any) map[string]any {
+func mustCreateSub(t *testing.T, s *testServer, body map[string]any) map[string]any {
 	t.Helper()
 	if body["target"] == nil {
 		body["target"] = "http://127.0.0.1:9/hook"
@@ -44,7 +44,7 @@ func mustCreateSub(t *testing.T, s *testServer, key string, body map[string]any)
 	if body["eventTypes"] == nil {
 		body["eventTypes"] = []map[string]any{{"eventTypeCode": "shop.order.created"}}
 	}
-	resp, got := s.do(t, http.MethodPost, "/api/subscriptions", body, bearer(key)...)
+	resp, got := s.do(t, http.MethodPost, "/api/subscriptions", body, bearer(adminKey)...)
 	require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", got)
 	return got
 }
@@ -113,7 +113,7 @@ func TestClientsCRUDAndBadInput(t *testing.T) {
 	}, a...)
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%v", got)
 	require.Equal(t, []string{"/clientId"}, pointersOf(got))
-	sub := mustCreateSub(t, s, adminKey, map[string]any{"code": "orders", "clientId": "acme"})
+	sub := mustCreateSub(t, s, map[string]any{"code": "orders", "clientId": "acme"})
 	resp, got = s.do(t, http.MethodPatch, "/api/subscriptions/"+sub["id"].(string), map[string]any{"clientId": nil}, a...)
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%v", got)
 	require.Equal(t, []string{"/clientId"}, pointersOf(got))
@@ -140,9 +140,9 @@ func TestClientIngestAndMatching(t *testing.T) {
 	require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", got)
 	mustCreateClient(t, s, "acme")
 	mustCreateClient(t, s, "globex")
-	mustCreateSub(t, s, adminKey, map[string]any{"code": "platform"})
-	mustCreateSub(t, s, adminKey, map[string]any{"code": "acme-hook", "clientId": "acme"})
-	mustCreateSub(t, s, adminKey, map[string]any{"code": "globex-hook", "clientId": "globex"})
+	mustCreateSub(t, s, map[string]any{"code": "platform"})
+	mustCreateSub(t, s, map[string]any{"code": "acme-hook", "clientId": "acme"})
+	mustCreateSub(t, s, map[string]any{"code": "globex-hook", "clientId": "globex"})
 
 	resp, got = postEvent(t, s, adminKey, `{"specversion":"1.0","id":"e1","source":"/s","type":"shop.order.created","clientid":"acme","data":{}}`)
 	require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", got)

@@ -71,8 +71,7 @@ func (s *Server) clientExists(c *gin.Context, id string) bool {
 }
 
 func (s *Server) authFailed(c *gin.Context, err error) {
-	var un *client.Unauthorized
-	if errors.As(err, &un) {
+	if un, ok := errors.AsType[*client.Unauthorized](err); ok {
 		s.unauthorized(c, un.Detail)
 		return
 	}

@@ -45,37 +45,46 @@ const (
 	ownerCreate                    // a create whose body the handler checks against the scope
 )
 
-// scopedRoutes are the routes a scoped key may use, by "METHOD path".
-// Everything under /api/subscriptions/:id/ is a subscription's and is
-// checked as such (scopedRoute), so a new subscription sub-resource is
-// covered.
-var scopedRoutes = map[string]owner{
-	"GET /api/openapi.json":                                  ownerNone,
-	"GET /api/auth/whoami":                                   ownerNone,
-	"POST /api/events":                                       ownerCreate,
-	"GET /api/events":                                        ownerList,
-	"GET /api/events/:id":                                    ownerEvent,
-	"GET /api/event-types":                                   ownerNone,
-	"GET /api/event-types/:code":                             ownerNone,
-	"GET /api/event-types/:code/versions/:version":           ownerNone,
-	"POST /api/event-types/:code/versions/:version/validate": ownerNone,
-	"POST /api/subscriptions":                                ownerCreate,
-	"GET /api/subscriptions":                                 ownerList,
-	"GET /api/dispatch-jobs":                                 ownerList,
-	"GET /api/dispatch-jobs/:id":                             ownerJob,
-	"POST /api/dispatch-jobs/:id/retry":                      ownerJob,
-	"POST /api/dispatch-jobs/:id/cancel":                     ownerJob,
-	"POST /api/dispatch-jobs/:id/complete":                   ownerJob,
-	"POST /api/dispatch-jobs/:id/fail":                       ownerJob,
-	"POST /api/dispatch-jobs/:id/heartbeat":                  ownerJob,
-	"GET /api/stream":                                        ownerStream,
-	"GET /api/stream/ws":                                     ownerStream,
+// scopedRouteKinds returns how a listed route ("METHOD path") is scoped;
+// ok is false for a route not on the list. Everything under
+// /api/subscriptions/:id/ is a subscription's and is checked as such
+// (scopedRoute), so a new subscription sub-resource is covered.
+func scopedRouteKinds(key string) (owner, bool) {
+	switch key {
+	case "GET /api/openapi.json",
+		"GET /api/auth/whoami",
+		"GET /api/event-types",
+		"GET /api/event-types/:code",
+		"GET /api/event-types/:code/versions/:version",
+		"POST /api/event-types/:code/versions/:version/validate":
+		return ownerNone, true
+	case "POST /api/events",
+		"POST /api/subscriptions":
+		return ownerCreate, true
+	case "GET /api/events",
+		"GET /api/subscriptions",
+		"GET /api/dispatch-jobs":
+		return ownerList, true
+	case "GET /api/events/:id":
+		return ownerEvent, true
+	case "GET /api/dispatch-jobs/:id",
+		"POST /api/dispatch-jobs/:id/retry",
+		"POST /api/dispatch-jobs/:id/cancel",
+		"POST /api/dispatch-jobs/:id/complete",
+		"POST /api/dispatch-jobs/:id/fail",
+		"POST /api/dispatch-jobs/:id/heartbeat":
+		return ownerJob, true
+	case "GET /api/stream",
+		"GET /api/stream/ws":
+		return ownerStream, true
+	}
+	return 0, false
 }
 
 // scopedRoute returns how a route is scoped; ok is false for a route a
 // scoped key may not use.
 func scopedRoute(method, path string) (owner, bool) {
-	if o, ok := scopedRoutes[method+" "+path]; ok {
+	if o, ok := scopedRouteKinds(method + " " + path); ok {
 		return o, true
 	}
 	if path == "/api/subscriptions/:id" || strings.HasPrefix(path, "/api/subscriptions/:id/") {
@@ -125,7 +134,7 @@ func (s *Server) guardScope(c *gin.Context, clientID string) bool {
 func narrowQuery(c *gin.Context, name, clientID string) error {
 	q := c.Request.URL.Query()
 	for _, v := range q[name] {
-		for _, id := range strings.Split(v, ",") {
+		for id := range strings.SplitSeq(v, ",") {
 			if id = strings.TrimSpace(id); id != "" && id != clientID {
 				return newProblem(http.StatusForbidden, fmt.Sprintf("a key scoped to client %q may not read client %q", clientID, id))
 			}
@@ -143,15 +152,15 @@ func (s *Server) checkOwner(c *gin.Context, kind owner, clientID string) error {
 	id := c.Param("id")
 	var (
 		what  string
-		owner *string
+		owner string
 		err   error
 	)
 	switch kind {
 	case ownerSubscription:
 		what = "subscription"
 		sub, gerr := s.cfg.Store.SubscriptionGetByID(ctx, id)
-		if err = gerr; err == nil {
-			owner = sub.ClientID
+		if err = gerr; err == nil && sub.ClientID != nil {
+			owner = *sub.ClientID
 		}
 	case ownerJob:
 		what = "dispatch job"
@@ -160,9 +169,7 @@ func (s *Server) checkOwner(c *gin.Context, kind owner, clientID string) error {
 		what = "event"
 		ev, gerr := s.cfg.Store.EventGetByID(ctx, id)
 		if err = gerr; err == nil {
-			if cid := ev.Event.Ext(clientExtension); cid != "" {
-				owner = &cid
-			}
+			owner = ev.Event.Ext(clientExtension)
 		}
 	default:
 		return nil
@@ -173,37 +180,40 @@ func (s *Server) checkOwner(c *gin.Context, kind owner, clientID string) error {
 	if err != nil {
 		return fmt.Errorf("check owner of %s %s: %w", what, id, err)
 	}
-	if owner == nil || *owner != clientID {
+	if owner != clientID {
 		return notFound(what)
 	}
 	return nil
 }
 
 // jobOwner returns the client of a job: its subscription's (a TASK job, or
-// one whose subscription is gone, is the platform's: nil).
-func (s *Server) jobOwner(c *gin.Context, id string) (*string, error) {
+// one whose subscription is gone, is the platform's: "").
+func (s *Server) jobOwner(c *gin.Context, id string) (string, error) {
 	j, err := s.cfg.Store.JobGetByID(c.Request.Context(), id)
 	if err != nil {
-		return nil, err //nolint:wrapcheck // checkOwner wraps it
+		return "", err
 	}
 	return s.subscriptionOwner(c, j.SubscriptionID)
 }
 
 // subscriptionOwner returns the client of a subscription, from the
-// matching index when it holds it, else from the store; nil for an
+// matching index when it holds it, else from the store; "" for an
 // anchor-level, missing or empty one.
-func (s *Server) subscriptionOwner(c *gin.Context, subscriptionID string) (*string, error) {
+func (s *Server) subscriptionOwner(c *gin.Context, subscriptionID string) (string, error) {
 	if subscriptionID == "" {
-		return nil, nil
+		return "", nil
 	}
 	sub, err := s.cfg.Subscriptions.Get(c.Request.Context(), subscriptionID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
+		return "", nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get subscription %s: %w", subscriptionID, err)
+		return "", fmt.Errorf("get subscription %s: %w", subscriptionID, err)
 	}
-	return sub.ClientID, nil
+	if sub.ClientID == nil {
+		return "", nil
+	}
+	return *sub.ClientID, nil
 }
 
 // scopeOf returns the caller's client ("" for an unscoped caller).

@@ -102,7 +102,7 @@ func (sc *streamClients) lookup(ctx context.Context, kind, id string) (string, e
 			return "", nil
 		}
 		if err != nil {
-			return "", err //nolint:wrapcheck // logged by allow
+			return "", err
 		}
 		if sub.ClientID == nil {
 			return "", nil
@@ -116,7 +116,7 @@ func (sc *streamClients) lookup(ctx context.Context, kind, id string) (string, e
 			return "", nil
 		}
 		if err != nil {
-			return "", err //nolint:wrapcheck // logged by allow
+			return "", err
 		}
 		return ev.Event.Ext(subscription.ClientExtension), nil
 	case "j":
@@ -125,7 +125,7 @@ func (sc *streamClients) lookup(ctx context.Context, kind, id string) (string, e
 			return "", nil
 		}
 		if err != nil {
-			return "", err //nolint:wrapcheck // logged by allow
+			return "", err
 		}
 		return subOwner(j.SubscriptionID)
 	default:

@@ -69,8 +69,10 @@ func clientMatchMicros(clients int) float64 {
 		}
 	}
 	ix := subscription.NewIndex(subs)
-	ev := &cloudevent.Event{SpecVersion: "1.0", ID: "e", Source: "/bench", Type: MatchEventType,
-		Extensions: map[string]any{subscription.ClientExtension: fmt.Sprintf("client-%05d", clients/2)}}
+	ev := &cloudevent.Event{
+		SpecVersion: "1.0", ID: "e", Source: "/bench", Type: MatchEventType,
+		Extensions: map[string]any{subscription.ClientExtension: fmt.Sprintf("client-%05d", clients/2)},
+	}
 	const rounds, tries = 5000, 7
 	best := time.Duration(math.MaxInt64)
 	for range tries {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"net/http"
 
 	"github.com/hooklane/hooklane/store"
 )
@@ -41,6 +42,7 @@ type Unauthorized struct { //nolint:errname // answered as 401
 
 func (e *Unauthorized) Error() string { return e.Detail }
 
-func reject(status int, pointer, format string, args ...any) *Rejection {
-	return &Rejection{Status: status, Pointer: pointer, Detail: fmt.Sprintf(format, args...)}
+// reject is a 422 at pointer.
+func reject(pointer, format string, args ...any) *Rejection {
+	return &Rejection{Status: http.StatusUnprocessableEntity, Pointer: pointer, Detail: fmt.Sprintf(format, args...)}
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/hooklane/hooklane/subscription"
 )
 
-// ClientGetter reads one client (the store).
-type ClientGetter interface {
+// Getter reads one client (the store).
+type Getter interface {
 	ClientGetByID(ctx context.Context, id string) (*Client, error)
 }
 
@@ -32,7 +32,7 @@ type SubscriptionStoreGetter interface {
 // client's subscription, so a suspension holds at once on every instance.
 // Anchor-level subscriptions cost nothing extra.
 type Gate struct {
-	Clients ClientGetter
+	Clients Getter
 }
 
 // suspended returns sub as PAUSED (a copy) when its client is suspended or
@@ -63,19 +63,22 @@ func paused(sub *subscription.Subscription) *subscription.Subscription {
 }
 
 // Subscriptions wraps the router's subscription source.
-func (g *Gate) Subscriptions(next SubscriptionGetter) SubscriptionGetter {
-	return gatedSubs{g: g, next: next}
+func (g *Gate) Subscriptions(next SubscriptionGetter) GatedSubscriptions {
+	return GatedSubscriptions{g: g, next: next}
 }
 
-type gatedSubs struct {
+// GatedSubscriptions is a subscription source whose subscriptions of a
+// suspended client read as PAUSED.
+type GatedSubscriptions struct {
 	g    *Gate
 	next SubscriptionGetter
 }
 
-func (s gatedSubs) Get(ctx context.Context, id string) (*subscription.Subscription, error) {
+// Get returns the subscription, PAUSED while its client is suspended.
+func (s GatedSubscriptions) Get(ctx context.Context, id string) (*subscription.Subscription, error) {
 	sub, err := s.next.Get(ctx, id)
 	if err != nil {
-		return nil, err //nolint:wrapcheck // the wrapped source's error, unchanged
+		return nil, err
 	}
 	return s.g.suspended(ctx, sub)
 }
@@ -85,7 +88,7 @@ func (s gatedSubs) Get(ctx context.Context, id string) (*subscription.Subscripti
 func (g *Gate) SubscriptionGetByID(ctx context.Context, next SubscriptionStoreGetter, id string) (*subscription.Subscription, error) {
 	sub, err := next.SubscriptionGetByID(ctx, id)
 	if err != nil {
-		return nil, err //nolint:wrapcheck // the store's error, unchanged
+		return nil, err
 	}
 	return g.suspended(ctx, sub)
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -24,9 +23,9 @@ const (
 	TokenPrefix = "hlt_"
 	// TTLDefault is the lifetime of a token issued without ttlSeconds.
 	TTLDefault = time.Hour
-	// TTLMin and TTLMax bound ttlSeconds.
-	TTLMin = time.Minute
-	TTLMax = 30 * 24 * time.Hour
+	// TTLShortest and TTLLongest bound ttlSeconds.
+	TTLShortest = time.Minute
+	TTLLongest  = 30 * 24 * time.Hour
 	// tokenBytes is the entropy of a token.
 	tokenBytes = 32
 )
@@ -94,21 +93,21 @@ func (s *Service) now() time.Time { return s.cfg.NowFunc().UTC().Truncate(time.M
 func (c *Client) Validate() error {
 	switch {
 	case !ValidID(c.ID):
-		return reject(http.StatusUnprocessableEntity, "/id", "id must match [A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+		return reject("/id", "id must match [A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 	case strings.TrimSpace(c.Name) == "":
-		return reject(http.StatusUnprocessableEntity, "/name", "name is required")
+		return reject("/name", "name is required")
 	case utf8.RuneCountInString(c.Name) > NameMaxLength:
-		return reject(http.StatusUnprocessableEntity, "/name", "name is longer than %d characters", NameMaxLength)
+		return reject("/name", "name is longer than %d characters", NameMaxLength)
 	case utf8.RuneCountInString(c.Description) > DescriptionMaxLength:
-		return reject(http.StatusUnprocessableEntity, "/description", "description is longer than %d characters", DescriptionMaxLength)
+		return reject("/description", "description is longer than %d characters", DescriptionMaxLength)
 	case len(c.Metadata) > MetadataMaxEntries:
-		return reject(http.StatusUnprocessableEntity, "/metadata", "metadata has more than %d entries", MetadataMaxEntries)
+		return reject("/metadata", "metadata has more than %d entries", MetadataMaxEntries)
 	case c.Status != StatusActive && c.Status != StatusSuspended:
-		return reject(http.StatusUnprocessableEntity, "/status", "status must be ACTIVE or SUSPENDED")
+		return reject("/status", "status must be ACTIVE or SUSPENDED")
 	}
 	for k, v := range c.Metadata {
 		if k == "" || len(k) > MetadataValueMaxLength || len(v) > MetadataValueMaxLength {
-			return reject(http.StatusUnprocessableEntity, "/metadata/"+escapePointer(k),
+			return reject("/metadata/"+escapePointer(k),
 				"metadata keys must be 1 to %d bytes and values at most %d", MetadataValueMaxLength, MetadataValueMaxLength)
 		}
 	}
@@ -274,18 +273,18 @@ func (s *Service) Issue(ctx context.Context, clientID string, p IssueParams) (*T
 	switch p.Role {
 	case "admin", "producer", "viewer":
 	default:
-		return nil, "", reject(http.StatusUnprocessableEntity, "/role", "role must be admin, producer or viewer")
+		return nil, "", reject("/role", "role must be admin, producer or viewer")
 	}
 	ttl := TTLDefault
 	if p.TTLSeconds != nil {
 		ttl = time.Duration(*p.TTLSeconds) * time.Second
-		if *p.TTLSeconds < int64(TTLMin/time.Second) || *p.TTLSeconds > int64(TTLMax/time.Second) {
-			return nil, "", reject(http.StatusUnprocessableEntity, "/ttlSeconds", "ttlSeconds must be between %d and %d",
-				int64(TTLMin/time.Second), int64(TTLMax/time.Second))
+		if *p.TTLSeconds < int64(TTLShortest/time.Second) || *p.TTLSeconds > int64(TTLLongest/time.Second) {
+			return nil, "", reject("/ttlSeconds", "ttlSeconds must be between %d and %d",
+				int64(TTLShortest/time.Second), int64(TTLLongest/time.Second))
 		}
 	}
 	if utf8.RuneCountInString(p.Name) > NameMaxLength {
-		return nil, "", reject(http.StatusUnprocessableEntity, "/name", "name is longer than %d characters", NameMaxLength)
+		return nil, "", reject("/name", "name is longer than %d characters", NameMaxLength)
 	}
 	raw := make([]byte, tokenBytes)
 	if _, err := rand.Read(raw); err != nil {
@@ -368,17 +367,17 @@ func (s *Service) CheckEventClient(ctx context.Context, id, pointer string) erro
 		return nil
 	}
 	if !ValidID(id) {
-		return reject(http.StatusUnprocessableEntity, pointer, "clientid %q is not a valid client id", id)
+		return reject(pointer, "clientid %q is not a valid client id", id)
 	}
 	c, err := s.cfg.Store.ClientGetByID(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return reject(http.StatusUnprocessableEntity, pointer, "no client has the id %q", id)
+		return reject(pointer, "no client has the id %q", id)
 	}
 	if err != nil {
 		return fmt.Errorf("get client %s: %w", id, err)
 	}
 	if c.Status == StatusSuspended {
-		return reject(http.StatusUnprocessableEntity, pointer, "the client %q is suspended", id)
+		return reject(pointer, "the client %q is suspended", id)
 	}
 	return nil
 }
@@ -388,7 +387,7 @@ func (s *Service) CheckEventClient(ctx context.Context, id, pointer string) erro
 func (s *Service) CheckSubscriptionClient(ctx context.Context, id string) error {
 	_, err := s.cfg.Store.ClientGetByID(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return reject(http.StatusUnprocessableEntity, "/clientId", "no client has the id %q", id)
+		return reject("/clientId", "no client has the id %q", id)
 	}
 	if err != nil {
 		return fmt.Errorf("get client %s: %w", id, err)

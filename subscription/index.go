@@ -138,19 +138,19 @@ func compareSubs(a, b *Subscription) int {
 
 // add indexes one binding. Subscriptions are added in match order, so every
 // list stays sorted by rank.
-func (ix *partition) add(r ref, code string) error {
+func (p *partition) add(r ref, code string) error {
 	if !isPattern(code) {
-		ix.exact[code] = append(ix.exact[code], r)
+		p.exact[code] = append(p.exact[code], r)
 		return nil
 	}
 	if err := ValidatePattern(code); err != nil {
 		return err
 	}
 	sep, _ := separatorOf(code)
-	node := ix.roots[sep]
+	node := p.roots[sep]
 	if node == nil {
 		node = &trieNode{}
-		ix.roots[sep] = node
+		p.roots[sep] = node
 	}
 	segs := strings.Split(code, string(sep))
 	for i, seg := range segs {

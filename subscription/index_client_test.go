@@ -19,8 +19,8 @@ func clientSub(code, clientID string, bindings ...string) *Subscription {
 	return s
 }
 
-func clientEvent(typ, clientID string) *cloudevent.Event {
-	ev := testEvent(typ)
+func clientEvent(clientID string) *cloudevent.Event {
+	ev := testEvent("shop:order:created")
 	if clientID != "" {
 		if ev.Extensions == nil {
 			ev.Extensions = map[string]any{}
@@ -42,13 +42,13 @@ func TestIndexMatchByClient(t *testing.T) {
 	ix := NewIndex([]*Subscription{anchor, anchorGlob, acme, acmeGlob, globex})
 
 	require.Equal(t, []string{"acme", "acme-glob", "anchor", "anchor-glob"},
-		codes(ix.Match(clientEvent("shop:order:created", "acme"), "")))
+		codes(ix.Match(clientEvent("acme"), "")))
 	require.Equal(t, []string{"anchor", "anchor-glob", "globex"},
-		codes(ix.Match(clientEvent("shop:order:created", "globex"), "")))
+		codes(ix.Match(clientEvent("globex"), "")))
 	require.Equal(t, []string{"anchor", "anchor-glob"},
-		codes(ix.Match(clientEvent("shop:order:created", ""), "")), "no client: anchor-level only")
+		codes(ix.Match(clientEvent(""), "")), "no client: anchor-level only")
 	require.Equal(t, []string{"anchor", "anchor-glob"},
-		codes(ix.Match(clientEvent("shop:order:created", "initech"), "")), "a client without subscriptions")
+		codes(ix.Match(clientEvent("initech"), "")), "a client without subscriptions")
 	require.True(t, ix.BindsEventType("shop:order:created"))
 	require.True(t, NewIndex([]*Subscription{acmeGlob}).BindsEventType("shop:refund:created"), "a client's pattern binds too")
 }
@@ -62,13 +62,13 @@ func TestCacheMatchByClient(t *testing.T) {
 	c := NewCache(CacheConfig{Store: &fakeStore{subs: []*Subscription{acme, anchor}, gen: 1}})
 	defer c.Close()
 	for range 3 { // the second and third rounds come from the candidate cache
-		got, err := c.Match(t.Context(), clientEvent("shop:order:created", "acme"), "")
+		got, err := c.Match(t.Context(), clientEvent("acme"), "")
 		require.NoError(t, err)
 		require.Equal(t, []string{"acme", "anchor"}, codes(got))
-		got, err = c.Match(t.Context(), clientEvent("shop:order:created", ""), "")
+		got, err = c.Match(t.Context(), clientEvent(""), "")
 		require.NoError(t, err)
 		require.Equal(t, []string{"anchor"}, codes(got))
-		got, err = c.Match(t.Context(), clientEvent("shop:order:created", "globex"), "")
+		got, err = c.Match(t.Context(), clientEvent("globex"), "")
 		require.NoError(t, err)
 		require.Equal(t, []string{"anchor"}, codes(got))
 	}

@@ -19,16 +19,16 @@ type clientGatedStore struct {
 // SubscriptionGetByID reads a subscription, PAUSED while its client is
 // suspended.
 func (s clientGatedStore) SubscriptionGetByID(ctx context.Context, id string) (*subscription.Subscription, error) {
-	return s.gate.SubscriptionGetByID(ctx, s.Store, id) //nolint:wrapcheck // the store's error, unchanged
+	return s.gate.SubscriptionGetByID(ctx, s.Store, id)
 }
 
 // clientGate wraps the router's store and subscription source with the
 // suspension gate of API.md §11.
 func clientGate(st interface {
 	router.Store
-	client.ClientGetter
+	client.Getter
 }, subs router.Subscriptions,
-) (router.Store, router.Subscriptions) {
+) (clientGatedStore, client.GatedSubscriptions) {
 	g := &client.Gate{Clients: st}
 	return clientGatedStore{Store: st, gate: g}, g.Subscriptions(subs)
 }

@@ -83,7 +83,7 @@ func (s *Store) ClientList(ctx context.Context, p *client.ListParams) (*client.P
 		w.add("id > ?", p.Cursor)
 	}
 	limit := pageLimit(p.Limit)
-	rows, err := s.rdb.QueryContext(ctx, `SELECT doc FROM clients`+w.sql()+` ORDER BY id LIMIT ?`, append(w.args, limit+1)...)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT doc FROM clients`+w.sql()+` ORDER BY id LIMIT ?`, append(w.args, limit+1)...) //nolint:gosec // the conditions are constant text; the values are bound
 	if err != nil {
 		return nil, fmt.Errorf("list clients: %w", s.translate(err))
 	}
@@ -240,22 +240,8 @@ func (s *Store) TokenDelete(ctx context.Context, clientID, id string) error {
 // an upgrade loses nothing, and logs each. It runs at every Open, after the
 // migrations; with nothing to do it is one query.
 func backfillClients(ctx context.Context, db *sql.DB, logger *slog.Logger) error {
-	rows, err := db.QueryContext(ctx, `SELECT DISTINCT substr(client_key, 3) FROM subscriptions
-		WHERE client_key LIKE 'c:%' AND substr(client_key, 3) NOT IN (SELECT id FROM clients)`)
+	ids, err := clientlessIDs(ctx, db)
 	if err != nil {
-		return fmt.Errorf("find subscriptions without a client: %w", err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("find subscriptions without a client: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return fmt.Errorf("find subscriptions without a client: %w", err)
 	}
 	now := msUTC(time.Now().UTC())
@@ -271,4 +257,24 @@ func backfillClients(ctx context.Context, db *sql.DB, logger *slog.Logger) error
 		logger.InfoContext(ctx, "created a client for existing subscriptions", "client_id", id)
 	}
 	return nil
+}
+
+// clientlessIDs returns the client ids subscriptions name that no client
+// has.
+func clientlessIDs(ctx context.Context, db *sql.DB) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT DISTINCT substr(client_key, 3) FROM subscriptions
+		WHERE client_key LIKE 'c:%' AND substr(client_key, 3) NOT IN (SELECT id FROM clients)`)
+	if err != nil {
+		return nil, err //nolint:wrapcheck // wrapped by backfillClients
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err //nolint:wrapcheck // wrapped by backfillClients
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err() //nolint:wrapcheck // wrapped by backfillClients
 }
