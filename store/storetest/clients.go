@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/client"
+	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/store"
 )
 
@@ -27,6 +28,11 @@ func (b *testBundle) newToken(clientID, hash string) *client.Token {
 
 func testClient(t *testing.T, newStore NewStoreFunc) {
 	t.Helper()
+
+	t.Run("JobListBySubscriptions", func(t *testing.T) {
+		t.Parallel()
+		testJobListBySubscriptions(t, newStore)
+	})
 
 	t.Run("InsertGetListUpdate", func(t *testing.T) {
 		t.Parallel()
@@ -103,4 +109,29 @@ func testClient(t *testing.T, newStore NewStoreFunc) {
 		require.NoError(t, err, "another client's tokens stay")
 		require.ErrorIs(t, b.store.ClientDelete(b.ctx, "a"), store.ErrNotFound)
 	})
+}
+
+// testJobListBySubscriptions: JobListParams.SubscriptionIDs keeps the jobs
+// of those subscriptions (a client's, API.md §11); empty keeps none.
+func testJobListBySubscriptions(t *testing.T, newStore NewStoreFunc) {
+	t.Helper()
+	b := setup(t, newStore)
+	var jobs []*dispatch.Job
+	for _, sub := range []string{"sub-a", "sub-b", "sub-c", "sub-a"} {
+		jobs = append(jobs, b.newJob(func(j *dispatch.Job) { j.SubscriptionID = sub }))
+	}
+	require.NoError(t, b.store.JobInsertMany(b.ctx, &dispatch.JobInsertManyParams{Jobs: jobs}))
+	ids := func(p *dispatch.JobListParams) []string {
+		pg, err := b.store.JobList(b.ctx, p)
+		require.NoError(t, err)
+		var out []string
+		for _, j := range pg.Jobs {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	require.Equal(t, []string{jobs[3].ID, jobs[2].ID, jobs[0].ID}, ids(&dispatch.JobListParams{SubscriptionIDs: []string{"sub-a", "sub-c"}}))
+	require.Empty(t, ids(&dispatch.JobListParams{SubscriptionIDs: []string{}}))
+	require.Len(t, ids(&dispatch.JobListParams{}), 4, "nil does not filter")
+	require.Equal(t, []string{jobs[1].ID}, ids(&dispatch.JobListParams{SubscriptionIDs: []string{"sub-b"}, Status: dispatch.StatusQueued}))
 }
