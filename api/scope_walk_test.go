@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/api"
@@ -205,4 +206,55 @@ func TestScopedKeysSeeNoOtherClient(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, status)
 	status, _ = f.fetch(t, http.MethodGet, "/api/subscriptions?clientId=acme", "k-globex-viewer-0123")
 	require.Equal(t, http.StatusForbidden, status)
+}
+
+// readWS reads the connection's messages for a while and returns them
+// joined, as raw JSON.
+func readWS(t *testing.T, conn *websocket.Conn, d time.Duration) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	var b strings.Builder
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			return b.String()
+		}
+		b.Write(data)
+		b.WriteString("\n")
+	}
+}
+
+// TestScopedWebSocketSeesOnlyItsClient: the WebSocket stream of a scoped
+// key carries only its client's messages, and a filter naming another
+// client is refused.
+func TestScopedWebSocketSeesOnlyItsClient(t *testing.T) {
+	t.Parallel()
+	f := newIsolationFixture(t)
+	dial := func(key string) *websocket.Conn {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(f.s.URL, "http")+"/api/stream/ws",
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = conn.CloseNow() })
+		return conn
+	}
+	since := map[string]any{"since": "2000-01-01T00:00:00Z"}
+
+	globex := dial(f.globexToken)
+	wsSend(t, globex, map[string]any{"action": "subscribe", "subscriptionId": "other", "filters": map[string]any{"clients": "acme", "since": since["since"]}})
+	wsSend(t, globex, map[string]any{"action": "subscribe", "subscriptionId": "all", "filters": since})
+	got := readWS(t, globex, 1500*time.Millisecond)
+	require.Contains(t, got, `"subscriptionId":"other","error":"forbidden`)
+	require.Contains(t, got, `"subscriptionId":"all","status":"subscribed"`)
+	for _, leak := range []string{acmeMarker, platformMarker} {
+		require.NotContains(t, got, leak)
+	}
+
+	acme := dial("k-acme-viewer-0123")
+	wsSend(t, acme, map[string]any{"action": "subscribe", "subscriptionId": "all", "filters": since})
+	got = readWS(t, acme, 1500*time.Millisecond)
+	require.Contains(t, got, acmeMarker, "acme's stream carries its messages")
+	require.NotContains(t, got, platformMarker, "but not the platform's")
 }
