@@ -46,6 +46,6 @@ func TestUIPortalInChromium(t *testing.T) {
 		"HOOKLANE_UI_OWN_SUB": "acme-orders", "HOOKLANE_UI_OTHER_SUBS": "globex-orders,platform-audit",
 		"HOOKLANE_UI_ADMIN_TOKEN": adminTok["token"].(string), "HOOKLANE_UI_VIEWER_TOKEN": viewerTok["token"].(string),
 		"HOOKLANE_UI_REVOKE_TOKEN": revokeTok["token"].(string), "HOOKLANE_UI_REVOKE_TOKEN_ID": revokeTok["id"].(string),
-		"HOOKLANE_UI_ADMIN_KEY": uiKeys["admin"],
+		"HOOKLANE_UI_ADMIN_KEY": uiKeys["admin"], "HOOKLANE_UI_TYPE": "portal.order.created", "HOOKLANE_UI_TARGET": "http://127.0.0.1:9/portal",
 	})
 }

@@ -23,6 +23,33 @@ scenario('portal', async (page, newPage) => {
   const text = await page.locator('#view').textContent();
   for (const o of others) check(!text.includes(o), `another client's or the platform's subscription ${o} is shown`);
   check(await page.locator('#new-subscription').count() === 1, 'an admin token cannot create a subscription');
+
+  // The customer creates its endpoint, pauses it and sends a test event.
+  await page.click('#new-subscription');
+  await page.fill('#code', 'portal-created');
+  await page.fill('#eventTypes', env('HOOKLANE_UI_TYPE'));
+  await page.fill('#target', env('HOOKLANE_UI_TARGET'));
+  await page.click('#subscription-save');
+  const secret = await page.locator('#secret-value').textContent({ timeout: 30000 });
+  check(secret.startsWith('whsec_'), `the secret shown is "${secret}"`);
+  await page.click('.modal-foot .btn.primary');
+  await page.locator('#sub-status [data-status=ACTIVE]').waitFor();
+  const subs = await api('GET', '/api/subscriptions?clientId=' + env('HOOKLANE_UI_CLIENT_ID'), undefined, env('HOOKLANE_UI_ADMIN_KEY'));
+  const created = subs.items.find((x) => x.code === 'portal-created');
+  check(created, 'the subscription created in the portal is not the client\'s');
+  await page.click('#pause');
+  await page.locator('#sub-status [data-status=PAUSED]').waitFor();
+  await page.click('#resume');
+  await page.locator('#sub-status [data-status=ACTIVE]').waitFor();
+  await page.click('#send-test');
+  await page.fill('#test-type', env('HOOKLANE_UI_TYPE'));
+  await page.click('#test-send');
+  await until(async () => {
+    const evs = await api('GET', '/api/events?source=/hooklane/ui&clientId=' + env('HOOKLANE_UI_CLIENT_ID'), undefined, env('HOOKLANE_UI_ADMIN_KEY'));
+    return evs.items.length === 1 && evs.items[0].event.clientid === env('HOOKLANE_UI_CLIENT_ID');
+  }, 'the test event was not posted as the client\'s', 30000);
+  await page.goto(base() + '/ui/#/subscriptions');
+  await page.locator('#subscriptions-table').getByText(own).first().waitFor();
   await page.goto(base() + '/ui/#/jobs');
   await page.locator('#view table').first().waitFor();
   const jobs = await page.locator('#view').textContent();
