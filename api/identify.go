@@ -53,7 +53,13 @@ func (s *Server) identifyToken(c *gin.Context, token string) (*Key, bool) {
 		s.authFailed(c, err)
 		return nil, false
 	}
-	return &Key{Name: "token:" + t.ID, Role: Role(t.Role), ClientID: t.ClientID}, true
+	// The name shows in the access log and the dashboard: the token's own
+	// name when it has one, with its id (never the token).
+	name := "token:" + t.ID
+	if t.Name != "" {
+		name = t.Name + " (token:" + t.ID + ")"
+	}
+	return &Key{Name: name, Role: Role(t.Role), ClientID: t.ClientID}, true
 }
 
 // clientExists reports whether a scoped key's client exists; when not, it
