@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/hooklane/hooklane/client"
 )
 
 // Role is what an API key may do (API.md conventions).
@@ -31,7 +33,10 @@ const (
 type Key struct {
 	Name string
 	Role Role
-	hash [sha256.Size]byte
+	// ClientID scopes the key to one client (the entry's fourth part,
+	// API.md §11); "" for a platform key.
+	ClientID string
+	hash     [sha256.Size]byte
 }
 
 // KeySet holds the configured keys.
@@ -40,8 +45,9 @@ type KeySet struct {
 }
 
 // ParseKeys parses "name:role:key" entries separated by commas (the form
-// of HOOKLANE_API_KEYS). Every problem is reported, joined; no message
-// contains a key.
+// of HOOKLANE_API_KEYS); a fourth part, "name:role:key:clientId", scopes
+// the key to that client (API.md §11), so a key cannot contain a colon.
+// Every problem is reported, joined; no message contains a key.
 func ParseKeys(spec string) (*KeySet, error) {
 	ks := &KeySet{}
 	var errs []error
@@ -56,10 +62,11 @@ func ParseKeys(spec string) (*KeySet, error) {
 	return ks, nil
 }
 
-// ParseKeyFile parses the text of an API keys file: one "name:role:key"
-// entry per line; blank lines and lines starting with # are ignored. The
-// key is the rest of the line after the second colon, trimmed, so it may
-// hold commas. Every problem is reported with its line number.
+// ParseKeyFile parses the text of an API keys file: one "name:role:key" or
+// "name:role:key:clientId" entry per line; blank lines and lines starting
+// with # are ignored. The key runs from the second colon to the third (or
+// the end of the line), trimmed, so it may hold commas but not colons.
+// Every problem is reported with its line number.
 func ParseKeyFile(text string) (*KeySet, error) {
 	ks := &KeySet{}
 	var errs []error
@@ -118,15 +125,24 @@ func (ks *KeySet) addEntry(entry, where string) error {
 	if entry == "" {
 		return nil
 	}
-	parts := strings.SplitN(entry, ":", 3)
-	if len(parts) != 3 || strings.TrimSpace(parts[0]) == "" || strings.TrimSpace(parts[2]) == "" {
-		return fmt.Errorf("api key %s: want name:role:key", where)
+	// name:role:key or name:role:key:clientId (API.md §11): a fourth part
+	// scopes the key, so a key itself cannot hold a colon.
+	parts := strings.SplitN(entry, ":", 4)
+	if len(parts) < 3 || strings.TrimSpace(parts[0]) == "" || strings.TrimSpace(parts[2]) == "" {
+		return fmt.Errorf("api key %s: want name:role:key or name:role:key:clientId", where)
 	}
 	name, role := strings.TrimSpace(parts[0]), Role(strings.TrimSpace(parts[1]))
 	if !slices.Contains([]Role{RoleAdmin, RoleProducer, RoleWorker, RoleViewer}, role) {
 		return fmt.Errorf("api key %q (%s): unknown role %q (admin, producer, worker, viewer)", name, where, role)
 	}
-	return ks.add(Key{Name: name, Role: role, hash: sha256.Sum256([]byte(strings.TrimSpace(parts[2])))})
+	k := Key{Name: name, Role: role, hash: sha256.Sum256([]byte(strings.TrimSpace(parts[2])))}
+	if len(parts) == 4 {
+		k.ClientID = strings.TrimSpace(parts[3])
+		if !client.ValidID(k.ClientID) {
+			return fmt.Errorf("api key %q (%s): %q is not a client id", name, where, k.ClientID)
+		}
+	}
+	return ks.add(k)
 }
 
 func (ks *KeySet) add(k Key) error {
@@ -166,32 +182,27 @@ func (ks *KeySet) lookup(presented string) (Key, bool) {
 
 // auth allows admin keys and keys of the given roles. With no keys
 // configured, it allows everything (the server then listens on loopback
-// only).
+// only) except a request that presents a client token, which is
+// authenticated and scoped by it. A key or token scoped to a client is
+// then checked against the route by guardScope (api/scope.go).
 func (s *Server) auth(roles ...Role) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if s.cfg.Keys.Len() == 0 {
+		who, ok := s.identify(c)
+		if !ok {
+			return
+		}
+		if who == nil {
 			c.Next()
 			return
 		}
-		token, ok := bearerToken(c.GetHeader("Authorization"))
-		if !ok {
-			c.Header("WWW-Authenticate", `Bearer realm="hooklane"`)
-			writeProblem(c, newProblem(http.StatusUnauthorized, "an API key is required: Authorization: Bearer <key>"))
+		c.Set(ctxKeyName, who.Name)
+		c.Set(ctxKeyRole, string(who.Role))
+		if who.Role != RoleAdmin && !slices.Contains(roles, who.Role) {
+			writeProblem(c, newProblem(http.StatusForbidden, fmt.Sprintf("the key %q (role %s) may not do this", who.Name, who.Role)))
 			c.Abort()
 			return
 		}
-		key, ok := s.cfg.Keys.lookup(token)
-		if !ok {
-			c.Header("WWW-Authenticate", `Bearer realm="hooklane", error="invalid_token"`)
-			writeProblem(c, newProblem(http.StatusUnauthorized, "unknown API key"))
-			c.Abort()
-			return
-		}
-		c.Set(ctxKeyName, key.Name)
-		c.Set(ctxKeyRole, string(key.Role))
-		if key.Role != RoleAdmin && !slices.Contains(roles, key.Role) {
-			writeProblem(c, newProblem(http.StatusForbidden, fmt.Sprintf("the key %q (role %s) may not do this", key.Name, key.Role)))
-			c.Abort()
+		if who.ClientID != "" && !s.guardScope(c, who.ClientID) {
 			return
 		}
 		c.Next()

@@ -14,6 +14,9 @@ import (
 // missing event type or version a 404 naming it. ok is false for any
 // other error.
 func domainProblem(err error) (p *Problem, ok bool) {
+	if cp, ok := clientProblem(err); ok {
+		return cp, true
+	}
 	var (
 		srej  *schema.Rejection
 		sconf *schema.Conflict

@@ -59,6 +59,9 @@ func (s *Server) postEvents(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkEventClients(c, req); err != nil {
+		return err
+	}
 	ctx := s.cfg.Ingest.ExtractTraceContext(c.Request.Context(), c.Request.Header)
 	results, err := s.cfg.Ingest.Ingest(ctx, req)
 	if err != nil {
@@ -73,7 +76,10 @@ func (s *Server) postEvents(c *gin.Context) error {
 	views := make([]eventView, len(results))
 	allDup, deprecated := true, false
 	for i, r := range results {
-		v := s.newEventView(r.Event, r.Jobs)
+		v := s.newEventView(r.Event, s.visibleEventJobs(c, r.Jobs))
+		if id := r.Event.Event.Ext(clientExtension); id != "" {
+			s.cfg.Metrics.ObserveClientEvent(id, map[bool]string{true: "duplicate", false: "accepted"}[r.Duplicate])
+		}
 		dup := r.Duplicate
 		v.Duplicate = &dup
 		views[i] = v
@@ -107,7 +113,14 @@ func (s *Server) getEvent(c *gin.Context) error {
 		return err
 	}
 	ingest.SortJobs(jobs, s.sequenceOf(c))
-	return s.writeWithHistory(c, ev.ID, s.newEventView(ev, jobs)) // ?include=history: api/stream.go
+	view := s.newEventView(ev, s.visibleEventJobs(c, jobs))
+	if scopeOf(c) != "" {
+		// The event's history names every subscription it matched, the
+		// platform's too: a scoped caller gets the event without it.
+		c.JSON(http.StatusOK, view)
+		return nil
+	}
+	return s.writeWithHistory(c, ev.ID, view) // ?include=history: api/stream.go
 }
 
 func (s *Server) listEvents(c *gin.Context) error {
@@ -135,6 +148,13 @@ func (s *Server) listEvents(c *gin.Context) error {
 			p.Ext[name] = v[0]
 		}
 	}
+	if v := c.Query("clientId"); v != "" {
+		// API.md §11: an event's client is its clientid extension.
+		if p.Ext == nil {
+			p.Ext = map[string]string{}
+		}
+		p.Ext[clientExtension] = v
+	}
 	pg, err := s.cfg.Store.EventList(c.Request.Context(), p)
 	if err != nil {
 		return err
@@ -147,7 +167,7 @@ func (s *Server) listEvents(c *gin.Context) error {
 			return err
 		}
 		ingest.SortJobs(jobs, seq)
-		views[i] = s.newEventView(ev, jobs)
+		views[i] = s.newEventView(ev, s.visibleEventJobs(c, jobs))
 	}
 	writePage(c, views, pg.NextCursor)
 	return nil
@@ -164,4 +184,9 @@ func (s *Server) wakePullClaims(results []ingest.Result) {
 			}
 		}
 	}
+}
+
+// visibleEventJobs keeps the jobs of an event a scoped caller may see.
+func (s *Server) visibleEventJobs(c *gin.Context, jobs []*dispatch.Job) []*dispatch.Job {
+	return visibleJobs(s, c, jobs, func(j *dispatch.Job) string { return j.SubscriptionID })
 }

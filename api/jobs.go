@@ -33,6 +33,12 @@ func (s *Server) listJobs(c *gin.Context) error {
 		return err
 	}
 	p.Limit, p.Cursor = limit, cursor
+	if v := c.Query("clientId"); v != "" {
+		// API.md §11: a client's jobs are the jobs of its subscriptions.
+		if p.SubscriptionIDs, err = s.clientSubscriptionIDs(c, v); err != nil {
+			return err
+		}
+	}
 	pg, err := s.cfg.Store.JobList(c.Request.Context(), p)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/hooklane/hooklane/client"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/health"
 	"github.com/hooklane/hooklane/idgen"
@@ -39,6 +40,7 @@ type Store interface {
 	dispatch.CircuitStore
 	health.Store
 	subscription.Store
+	client.Store
 	schema.Store
 	stream.Store
 	Ping(ctx context.Context) error
@@ -123,6 +125,8 @@ type Server struct {
 	subscriptions *subscription.Service
 	pools         *pools.Service
 	tasks         *tasks.Service
+	// clients is the client service (API.md §11).
+	clients *client.Service
 }
 
 // New returns a Server with every route registered.
@@ -157,6 +161,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, engine: e, catalog: newCatalog(&cfg), subscriptions: newSubscriptions(&cfg), pools: newPools(&cfg)}
 	s.tasks = newTasks(&cfg, s.subscriptions)
+	s.clients = newClients(&cfg, s.subscriptions)
 
 	// Order: the request id first (so every later log line carries it),
 	// then the access log and metrics, then panic recovery, so a panic is
@@ -274,6 +279,7 @@ func (s *Server) routes() {
 
 	a.GET("/stream", s.auth(RoleViewer), s.h(s.streamSSE))
 	a.GET("/stream/ws", s.auth(RoleViewer), s.h(s.streamWS))
+	s.clientRoutes(a)
 }
 
 // h adapts a handler that returns an error: the error becomes the answer,

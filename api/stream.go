@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -69,6 +70,9 @@ type streamFilter struct {
 	subscriptions []string
 	eventTypes    []string
 	jobs          []string
+	// clients lists client ids (API.md §11); applied per connection by
+	// streamClients, not in match (it needs lookups).
+	clients []string
 	// since drops events older than it, live ones included; zero when a
 	// Last-Event-ID is given (it wins).
 	since time.Time
@@ -81,6 +85,7 @@ type streamFilterValues struct {
 	Subscriptions string `json:"subscriptions"`
 	EventTypes    string `json:"eventTypes"`
 	Jobs          string `json:"jobs"`
+	Clients       string `json:"clients"`
 	Since         string `json:"since"`
 }
 
@@ -99,7 +104,7 @@ func splitList(v string) []string {
 func (v *streamFilterValues) parse() (*streamFilter, stream.Cursor, error) {
 	f := &streamFilter{
 		types: splitList(v.Types), subscriptions: splitList(v.Subscriptions),
-		eventTypes: splitList(v.EventTypes), jobs: splitList(v.Jobs),
+		eventTypes: splitList(v.EventTypes), jobs: splitList(v.Jobs), clients: splitList(v.Clients),
 	}
 	var cur stream.Cursor
 	if v.Since != "" {
@@ -171,6 +176,10 @@ type sseWriter struct {
 	// message, because a block of its own reaches some clients (go-sse) as
 	// an empty message (API.md §7).
 	retry string
+	// clients filters messages by client (nil: no filter); ctx is the
+	// request's, for its lookups.
+	clients *streamClients
+	ctx     context.Context //nolint:containedctx // the request's context, for the clients filter of this one request
 }
 
 func (sw *sseWriter) flush() error {
@@ -188,6 +197,10 @@ func (sw *sseWriter) flush() error {
 // event writes one message; withID false leaves the client's last event id
 // as it is (stream.gap).
 func (sw *sseWriter) event(e *stream.Event, withID bool) error {
+	e, ok := sw.clients.allow(sw.ctx, e)
+	if !ok {
+		return nil
+	}
 	data, err := maskedStatusEvent(e).CloudEvent()
 	if err != nil {
 		return fmt.Errorf("render status event %s: %w", e.ID, err)
@@ -214,7 +227,7 @@ func (s *Server) streamSSE(c *gin.Context) error {
 	vals := streamFilterValues{
 		Types: strings.Join(c.QueryArray("types"), ","), Subscriptions: strings.Join(c.QueryArray("subscriptions"), ","),
 		EventTypes: strings.Join(c.QueryArray("eventTypes"), ","), Jobs: strings.Join(c.QueryArray("jobs"), ","),
-		Since: c.Query("since"),
+		Clients: strings.Join(c.QueryArray("clients"), ","), Since: c.Query("since"),
 	}
 	f, cur, err := vals.parse()
 	if err != nil {
@@ -241,7 +254,8 @@ func (s *Server) streamSSE(c *gin.Context) error {
 	c.Writer.WriteHeader(http.StatusOK)
 	sw := &sseWriter{
 		w: c.Writer, rc: rc, timeout: cfg.WriteTimeout, now: s.cfg.NowFunc,
-		retry: fmt.Sprintf("retry: %d\n", cfg.Retry.Milliseconds()),
+		retry:   fmt.Sprintf("retry: %d\n", cfg.Retry.Milliseconds()),
+		clients: s.newStreamClients(f.clients, scopeOf(c) != ""), ctx: ctx,
 	}
 	// A comment opens the stream at once (headers and a first byte through
 	// any proxy); clients ignore it.

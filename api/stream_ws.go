@@ -46,6 +46,8 @@ type wsServerMessage struct {
 type wsSubscription struct {
 	filter   *streamFilter
 	frontier string
+	// clients filters by client (nil: none).
+	clients *streamClients
 }
 
 // wsSession is one WebSocket connection.
@@ -183,7 +185,17 @@ func (ws *wsSession) subscribe(ctx context.Context, m *wsClientMessage) error {
 	}
 	// The connection's hub client predates this frontier, so every event
 	// above it is still to come on the feed.
+	if scope := clientScope(ctx); scope != "" {
+		// A scoped key sees its client's messages only (API.md §11).
+		for _, c := range f.clients {
+			if c != scope {
+				return ws.send(ctx, &wsServerMessage{SubscriptionID: id, Error: "forbidden: a key scoped to client " + scope + " may not read client " + c})
+			}
+		}
+		f.clients = []string{scope}
+	}
 	sub := &wsSubscription{filter: f, frontier: ws.cfg.Hub.Frontier()}
+	sub.clients = ws.s.newStreamClients(f.clients, clientScope(ctx) != "")
 	ws.subs[id] = sub
 	if err := ws.send(ctx, &wsServerMessage{SubscriptionID: id, Status: "subscribed"}); err != nil {
 		return err
@@ -211,6 +223,12 @@ func (ws *wsSession) subscribe(ctx context.Context, m *wsClientMessage) error {
 }
 
 func (ws *wsSession) sendEvent(ctx context.Context, id string, e *stream.Event) error {
+	if sub := ws.subs[id]; sub != nil {
+		var ok bool
+		if e, ok = sub.clients.allow(ctx, e); !ok {
+			return nil
+		}
+	}
 	ce, err := maskedStatusEvent(e).CloudEvent()
 	if err != nil {
 		return fmt.Errorf("render status event %s: %w", e.ID, err)

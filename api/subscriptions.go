@@ -49,6 +49,9 @@ func (s *Server) createSubscription(c *gin.Context) error {
 		return err
 	}
 	sub := &in.Subscription
+	if err := s.checkSubscriptionClient(c, sub); err != nil {
+		return err
+	}
 	secret, err := s.subscriptions.Create(c.Request.Context(), sub, in.Secret)
 	if err != nil {
 		return err
@@ -113,6 +116,12 @@ func (s *Server) patchSubscription(c *gin.Context) error {
 		// wrong type there is ignored rather than reported.
 		for _, immutable := range []string{"id", "createdAt", "updatedAt", "secret"} {
 			delete(patch, immutable)
+		}
+		if raw, ok := patch["clientId"]; ok {
+			// API.md §11: a subscription's client cannot change.
+			if id, ok := clientIDOf(raw); !ok || !sameClient(id, sub.ClientID) {
+				return unprocessable("clientId cannot change after creation", FieldError{Pointer: "/clientId", Message: "cannot change after creation"})
+			}
 		}
 		// Decoding the patch's members over the stored subscription merges
 		// them (RFC 7396 at the top level).

@@ -17,6 +17,20 @@ func (s *Server) whoami(c *gin.Context) error {
 	if s.cfg.Keys.Len() > 0 {
 		name, role = c.GetString(ctxKeyName), c.GetString(ctxKeyRole)
 	}
-	c.JSON(http.StatusOK, gin.H{"name": name, "role": role, "authEnabled": s.cfg.Keys.Len() > 0})
+	if c.GetString(ctxKeyName) != "" {
+		name, role = c.GetString(ctxKeyName), c.GetString(ctxKeyRole)
+	}
+	out := gin.H{"name": name, "role": role, "authEnabled": s.cfg.Keys.Len() > 0}
+	if id := scopeOf(c); id != "" {
+		// A scoped caller (a portal) learns its client: id and name, for
+		// the page's branding.
+		out["clientId"] = id
+		if s.clients != nil {
+			if cl, err := s.clients.Get(c.Request.Context(), id); err == nil {
+				out["client"] = gin.H{"id": cl.ID, "name": cl.Name, "status": cl.Status}
+			}
+		}
+	}
+	c.JSON(http.StatusOK, out)
 	return nil
 }

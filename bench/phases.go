@@ -253,6 +253,8 @@ func (r *runner) matching(ctx context.Context) error {
 		}
 		r.rep.Matching = append(r.rep.Matching, m)
 	}
+	r.cfg.Logger.Info("matching: client scale (in process)", "clients", ClientMatchClients)
+	r.rep.ClientMatching = clientMatching()
 	return nil
 }
 

@@ -33,7 +33,9 @@ type Report struct {
 	Saturation    *SaturationResult `json:"saturation,omitempty"`
 	FanOut        *FanOutResult     `json:"fanOut,omitempty"`
 	Matching      []MatchResult     `json:"matching,omitempty"`
-	Soak          *SoakResult       `json:"soak,omitempty"`
+	// ClientMatching is the matching phase's client scale (bench/clients.go).
+	ClientMatching []ClientMatchResult `json:"clientMatching,omitempty"`
+	Soak           *SoakResult         `json:"soak,omitempty"`
 	// Notes say what the run left out (phases skipped for the time budget).
 	Notes []string `json:"notes,omitempty"`
 	// PeakRSSBytes is the benchmark process's peak resident set (gateway
@@ -417,6 +419,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		for _, m := range r.Matching {
 			p("\t%d\t%.1f\t%.0f\t%.2f\t%.3f\t%.2f\t%.2f\t%.2f\t\n", m.Subscriptions, m.SetupSeconds, m.EventsPerSec, m.EventsRatio,
 				m.Cost.CPUSeconds, m.CPURatio, m.IndexMatchMicros, m.IndexRatio)
+		}
+		p("\n")
+	}
+	if len(r.ClientMatching) > 0 {
+		p("matching scale (clients x 10 subs)\tclients\tsubs\tindex match µs\tx first\t\n")
+		for _, m := range r.ClientMatching {
+			p("\t%d\t%d\t%.2f\t%.2f\t\n", m.Clients, m.Subscriptions, m.MatchMicros, m.Ratio)
 		}
 		p("\n")
 	}

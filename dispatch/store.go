@@ -66,6 +66,9 @@ type JobUpdateParams struct {
 type JobListParams struct {
 	Status         Status
 	SubscriptionID string
+	// SubscriptionIDs, when non-nil, keeps only jobs of these subscriptions
+	// (none when empty): the jobs of one client's subscriptions (API.md §11).
+	SubscriptionIDs []string
 	// Subscription is a subscription code.
 	Subscription string
 	EventID      string

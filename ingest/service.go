@@ -350,7 +350,13 @@ func (s *Service) acceptedEvent(ev *eventlog.Event, subs []*subscription.Subscri
 // DedupKey is the deduplication key of an event: its source with its
 // deduplicationid extension, or else with its id.
 func DedupKey(ev *cloudevent.Event) string {
-	return ev.Source + "\x00" + cmp.Or(ev.Ext(cloudevent.ExtDeduplicationID), ev.ID)
+	key := ev.Source + "\x00" + cmp.Or(ev.Ext(cloudevent.ExtDeduplicationID), ev.ID)
+	if c := ev.Ext("clientid"); c != "" {
+		// Clients deduplicate apart (API.md §11): one client's event is
+		// never another's duplicate. Client-less keys keep their form.
+		key = "clientid\x00" + c + "\x00" + key
+	}
+	return key
 }
 
 // SortJobs orders jobs as responses list them: by subscription sequence

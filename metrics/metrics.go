@@ -100,6 +100,9 @@ type Metrics struct {
 	// labels (labels.go).
 	typeLabels *labelSet
 	poolLabels *labelSet
+
+	// clients are the per-client counters (clients.go).
+	clients clientCounters
 }
 
 type typeEntry struct {

@@ -164,7 +164,7 @@ func (c *Cache) Match(ctx context.Context, ev *cloudevent.Event, resolvedVersion
 	if err != nil {
 		return nil, err
 	}
-	return matchRefs(c.candidates(snap, ev.Type), ev, resolvedVersion), nil
+	return matchRefs(c.candidates(snap, EventClient(ev), ev.Type), ev, resolvedVersion), nil
 }
 
 // Index returns the current index, rebuilt first when Invalidate was
@@ -298,18 +298,24 @@ func (c *Cache) refresh(ctx context.Context, stale func(*snapshot) bool) (*snaps
 	return s, nil
 }
 
-// candidates returns the matching candidate bindings of code in snap,
+// candidates returns the matching candidate bindings of code for an event
+// of clientID ("" for none) in snap,
 // from the ristretto cache when it holds them for this build.
-func (c *Cache) candidates(snap *snapshot, code string) []ref {
+func (c *Cache) candidates(snap *snapshot, clientID, code string) []ref {
+	// A client id never holds a NUL, so the key is unambiguous.
+	key := code
+	if clientID != "" {
+		key = clientID + "\x00" + code
+	}
 	c.listsMu.RLock()
 	defer c.listsMu.RUnlock()
-	if l, ok := c.lists.Get(code); ok && l.build == snap.build {
+	if l, ok := c.lists.Get(key); ok && l.build == snap.build {
 		c.hits.Add(1)
 		return l.refs
 	}
 	c.misses.Add(1)
-	refs := snap.index.matchingCandidates(code)
-	c.lists.Set(code, &candidateList{build: snap.build, refs: refs}, int64(len(refs))+1)
+	refs := snap.index.matchingCandidates(clientID, code)
+	c.lists.Set(key, &candidateList{build: snap.build, refs: refs}, int64(len(refs))+1)
 	return refs
 }
 

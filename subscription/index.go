@@ -18,12 +18,44 @@ import (
 // An Index is immutable once built and safe for concurrent use. The
 // subscriptions it returns are the ones it was built from, shared: callers
 // must not modify them.
+//
+// The index is partitioned by client (API.md §11): the anchor-level
+// subscriptions (no clientId) form one partition, each client's another. An
+// event of client C looks only in the anchor partition and C's, an event
+// with no client only in the anchor partition, so the cost of Match does not
+// grow with the number of clients either.
 type Index struct {
-	subs  []*compiledSub // in match order
-	byID  map[string]*compiledSub
+	subs []*compiledSub // in match order
+	byID map[string]*compiledSub
+	// parts holds the partitions by client id; "" is the anchor level.
+	parts map[string]*partition
+	errs  []error
+}
+
+// partition is the binding index of one client's subscriptions (or of the
+// anchor-level ones).
+type partition struct {
 	exact map[string][]ref // each list in match order
 	roots map[byte]*trieNode
-	errs  []error
+}
+
+func newPartition() *partition {
+	return &partition{exact: make(map[string][]ref), roots: make(map[byte]*trieNode, 2)}
+}
+
+// ClientExtension is the CloudEvents extension that names the client an
+// event belongs to (API.md §11).
+const ClientExtension = "clientid"
+
+// EventClient returns the client ev belongs to ("" for none).
+func EventClient(ev *cloudevent.Event) string { return ev.Ext(ClientExtension) }
+
+// partitionKey is the partition of a subscription.
+func partitionKey(s *Subscription) string {
+	if s.ClientID == nil {
+		return ""
+	}
+	return *s.ClientID
 }
 
 // compiledSub is a subscription with its filters compiled.
@@ -60,8 +92,7 @@ type trieNode struct {
 func NewIndex(subs []*Subscription) *Index {
 	ix := &Index{
 		byID:  make(map[string]*compiledSub, len(subs)),
-		exact: make(map[string][]ref),
-		roots: make(map[byte]*trieNode, 2),
+		parts: map[string]*partition{"": newPartition()},
 	}
 	sorted := make([]*Subscription, 0, len(subs))
 	for _, s := range subs {
@@ -85,8 +116,13 @@ func NewIndex(subs []*Subscription) *Index {
 		}
 		ix.subs[i] = cs
 		ix.byID[s.ID] = cs
+		part := ix.parts[partitionKey(s)]
+		if part == nil {
+			part = newPartition()
+			ix.parts[partitionKey(s)] = part
+		}
 		for _, b := range s.EventTypes {
-			if err := ix.add(ref{cs: cs, version: b.SpecVersion}, b.EventTypeCode); err != nil {
+			if err := part.add(ref{cs: cs, version: b.SpecVersion}, b.EventTypeCode); err != nil {
 				ix.errs = append(ix.errs, fmt.Errorf("index subscription %s binding %q: %w", s.ID, b.EventTypeCode, err))
 				cs.matching = false
 			}
@@ -102,19 +138,19 @@ func compareSubs(a, b *Subscription) int {
 
 // add indexes one binding. Subscriptions are added in match order, so every
 // list stays sorted by rank.
-func (ix *Index) add(r ref, code string) error {
+func (p *partition) add(r ref, code string) error {
 	if !isPattern(code) {
-		ix.exact[code] = append(ix.exact[code], r)
+		p.exact[code] = append(p.exact[code], r)
 		return nil
 	}
 	if err := ValidatePattern(code); err != nil {
 		return err
 	}
 	sep, _ := separatorOf(code)
-	node := ix.roots[sep]
+	node := p.roots[sep]
 	if node == nil {
 		node = &trieNode{}
-		ix.roots[sep] = node
+		p.roots[sep] = node
 	}
 	segs := strings.Split(code, string(sep))
 	for i, seg := range segs {
@@ -173,18 +209,29 @@ func (n *trieNode) walk(segs []string, i int, c *collector) {
 	}
 }
 
-// candidates returns the bindings that match the event type code, sorted by
-// rank so that the bindings of one subscription are adjacent. The result
-// may share memory with the index: read it only.
-func (ix *Index) candidates(code string) []ref {
+// collect adds the binding lists of the partition that match code.
+func (p *partition) collect(code string, c *collector) {
+	c.add(p.exact[code])
+	if len(p.roots) > 0 {
+		if sep, segs, ok := splitCode(code); ok {
+			if root := p.roots[sep]; root != nil {
+				root.walk(segs, 0, c)
+			}
+		}
+	}
+}
+
+// candidates returns the bindings that match the event type code among the
+// anchor-level subscriptions and, when clientID is not "", that client's,
+// sorted by rank so that the bindings of one subscription are adjacent. The
+// result may share memory with the index: read it only.
+func (ix *Index) candidates(clientID, code string) []ref {
 	var c collector
 	c.lists = c.buf[:0]
-	c.add(ix.exact[code])
-	if len(ix.roots) > 0 {
-		if sep, segs, ok := splitCode(code); ok {
-			if root := ix.roots[sep]; root != nil {
-				root.walk(segs, 0, &c)
-			}
+	ix.parts[""].collect(code, &c)
+	if clientID != "" {
+		if p := ix.parts[clientID]; p != nil {
+			p.collect(code, &c)
 		}
 	}
 	switch len(c.lists) {
@@ -207,8 +254,8 @@ func (ix *Index) candidates(code string) []ref {
 
 // matchingCandidates is candidates without the subscriptions that cannot
 // match (paused, or not compiled), in a new slice: the form the cache keeps.
-func (ix *Index) matchingCandidates(code string) []ref {
-	all := ix.candidates(code)
+func (ix *Index) matchingCandidates(clientID, code string) []ref {
+	all := ix.candidates(clientID, code)
 	out := make([]ref, 0, len(all))
 	for _, r := range all {
 		if r.cs.matching {
@@ -219,14 +266,15 @@ func (ix *Index) matchingCandidates(code string) []ref {
 }
 
 // Match returns the ACTIVE subscriptions that ev matches, in Sequence, Code,
-// ID order, each at most once. A subscription matches when one of its
-// bindings matches ev.Type (and, when the binding names a specVersion,
+// ID order, each at most once. A subscription matches when it is
+// anchor-level or of the event's client (the clientid extension), one of
+// its bindings matches ev.Type (and, when the binding names a specVersion,
 // resolvedVersion equals it) and all its filters pass, unless ev is an
 // operational event about that very subscription (see OperationalSource). resolvedVersion is
 // the schema version ingest resolved for the event (API.md §1 step 4); ""
 // when the type has no versions.
 func (ix *Index) Match(ev *cloudevent.Event, resolvedVersion string) []*Subscription {
-	return matchRefs(ix.candidates(ev.Type), ev, resolvedVersion)
+	return matchRefs(ix.candidates(EventClient(ev), ev.Type), ev, resolvedVersion)
 }
 
 // matchRefs evaluates candidate bindings (sorted by rank) against ev. The
@@ -253,8 +301,15 @@ func matchRefs(refs []ref, ev *cloudevent.Event, version string) []*Subscription
 	return out
 }
 
-// pass reports whether every filter passes.
+// pass reports whether the subscription accepts the event beyond its
+// bindings: the event is in its client scope (an anchor-level subscription
+// takes every event, a client's only that client's events, API.md §11) and
+// every filter passes. This is the one per-subscription rule; the
+// partitions only spare evaluating it on subscriptions of other clients.
 func (cs *compiledSub) pass(v *eventView) bool {
+	if c := cs.sub.ClientID; c != nil && *c != EventClient(v.ev) {
+		return false
+	}
 	for i := range cs.filters {
 		if !cs.filters[i].eval(v) {
 			return false
@@ -267,7 +322,12 @@ func (cs *compiledSub) pass(v *eventView) bool {
 // bound to exactly code or to a pattern that matches it. The event-type API
 // refuses to delete a bound type.
 func (ix *Index) BindsEventType(code string) bool {
-	return len(ix.candidates(code)) > 0
+	for id := range ix.parts {
+		if len(ix.candidates(id, code)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ByID returns the indexed subscription with that id.

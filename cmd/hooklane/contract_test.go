@@ -603,13 +603,16 @@ func TestContractSubscriptionListFilters(t *testing.T) {
 		{"paused-exact", "shop.order.created", ""},
 	}
 	ids := map[string]string{}
+	// API.md §11: a subscription's clientId names an existing client.
+	status, _, got := gw.do(t, "POST", "/api/clients", "application/json", `{"id":"c1","name":"Client one"}`, nil)
+	require.Equal(t, http.StatusCreated, status, "%v", got)
 	for _, s := range subs {
 		status, _, got := gw.do(t, "POST", "/api/subscriptions", "application/json",
 			`{"code":"`+s.code+`","eventTypes":[{"eventTypeCode":"`+s.binding+`"}],"target":"http://127.0.0.1:9/x"`+s.extra+`}`, nil)
 		require.Equal(t, http.StatusCreated, status, "%v", got)
 		ids[s.code] = got["id"].(string)
 	}
-	status, _, got := gw.do(t, "POST", "/api/subscriptions/"+ids["paused-exact"]+"/pause", "", "", nil)
+	status, _, got = gw.do(t, "POST", "/api/subscriptions/"+ids["paused-exact"]+"/pause", "", "", nil)
 	require.Equal(t, http.StatusOK, status, "%v", got)
 
 	codes := func(path string) []string {

@@ -305,8 +305,9 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	if roles["router"] {
 		hooks := webhook.New(webhook.Config{AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version})
 		defer hooks.Close()
+		rstore, rsubs := clientGate(st, subs)
 		rt := router.New(router.Config{
-			Queue: mq, Store: st, Subscriptions: subs, Lifecycle: jobs, Pools: pools, Transport: router.Transports{"http": hooks, "https": hooks}, WorkerID: workerID(),
+			Queue: mq, Store: rstore, Subscriptions: rsubs, Lifecycle: jobs, Pools: pools, Transport: router.Transports{"http": hooks, "https": hooks}, WorkerID: workerID(),
 			Lease: cfg.Lease, MaxInFlight: cfg.RouterConcurrency, Logger: logger, OnAttemptFunc: m.ObserveAttempt,
 			TracerProvider: tracer,
 		})

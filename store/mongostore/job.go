@@ -111,6 +111,9 @@ func (s *Store) JobList(ctx context.Context, p *dispatch.JobListParams) (*dispat
 	}
 	eq("status", string(p.Status))
 	eq("subscriptionId", p.SubscriptionID)
+	if p.SubscriptionIDs != nil {
+		filter = append(filter, bson.E{Key: "subscriptionId", Value: bson.D{{Key: "$in", Value: append([]string{}, p.SubscriptionIDs...)}}})
+	}
 	eq("subscription", p.Subscription)
 	eq("eventId", p.EventID)
 	eq("code", p.EventType)

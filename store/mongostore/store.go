@@ -186,7 +186,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		return err
 	}
 	s.writeGuards = guards
-	return nil
+	return s.prepareClients(ctx)
 }
 
 // Ping reports whether the database is reachable: nil, or an error wrapping

@@ -255,6 +255,13 @@ func (s *Store) JobList(ctx context.Context, p *dispatch.JobListParams) (*dispat
 	if p.SubscriptionID != "" {
 		w.add("subscription_id = ?", p.SubscriptionID)
 	}
+	if p.SubscriptionIDs != nil {
+		ids, err := json.Marshal(p.SubscriptionIDs)
+		if err != nil {
+			return nil, fmt.Errorf("list jobs: encode subscription ids: %w", err)
+		}
+		w.add("subscription_id IN (SELECT value FROM json_each(?))", string(ids))
+	}
 	if p.Subscription != "" {
 		w.add("subscription = ?", p.Subscription)
 	}

@@ -145,6 +145,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		_ = s.wdb.Close()
 		return nil, fmt.Errorf("migrate sqlite store %s: %w", cfg.Path, err)
 	}
+	if err := backfillClients(ctx, s.wdb, s.logger); err != nil {
+		_ = s.wdb.Close()
+		return nil, fmt.Errorf("migrate sqlite store %s: %w", cfg.Path, err)
+	}
 	s.rdb, err = sql.Open("sqlite", dsn(cfg.Path, busy, syncMode, true))
 	if err != nil {
 		_ = s.wdb.Close()

@@ -36,4 +36,5 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 	t.Run("Lifecycle", func(t *testing.T) { t.Parallel(); testLifecycle(t, newStore) })
 	t.Run("Circuit", func(t *testing.T) { t.Parallel(); testCircuit(t, newStore) })
 	t.Run("Health", func(t *testing.T) { t.Parallel(); testHealth(t, newStore) })
+	t.Run("Client", func(t *testing.T) { t.Parallel(); testClient(t, newStore) })
 }

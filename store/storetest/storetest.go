@@ -7,6 +7,7 @@ package storetest
 import (
 	"context"
 
+	"github.com/hooklane/hooklane/client"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/health"
 	"github.com/hooklane/hooklane/ingest"
@@ -28,6 +29,7 @@ type Store interface {
 	subscription.Store
 	schema.Store
 	stream.Store
+	client.Store
 	// SecretSealAll checks every stored secret against the store's
 	// secretbox.Box and seals those in plain text; see RunSealed.
 	SecretSealAll(ctx context.Context) (secretbox.Census, error)

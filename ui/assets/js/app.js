@@ -13,15 +13,30 @@ import * as eventTypes from './views/event_types.js';
 
 /** capabilities of each role (API.md conventions): admin does everything. */
 const roleCan = {
-  admin: ['read', 'stream', 'jobs', 'write', 'postEvents'],
-  viewer: ['read', 'stream', 'jobs'],
+  admin: ['read', 'stream', 'jobs', 'write', 'postEvents', 'platform'],
+  viewer: ['read', 'stream', 'jobs', 'platform'],
   producer: ['jobs', 'postEvents'],
   worker: ['jobs'],
 };
 
+/**
+ * Portal mode (API.md §11): the dashboard opened as /ui/?token=hlt_… for
+ * one client. The token is kept for the browser session and removed from
+ * the address bar; what is platform-wide (pools, the event type catalogue's
+ * writes, bulk redrive) is not offered: a client-scoped key may not use it.
+ */
+const portalToken = new URLSearchParams(location.search).get('token');
+if (portalToken) {
+  setKey(portalToken);
+  const url = new URL(location.href);
+  url.searchParams.delete('token');
+  history.replaceState(null, '', url.pathname + url.search + url.hash);
+}
+
 const ctx = {
   who: null,
-  can: (what) => !!(ctx.who && (roleCan[ctx.who.role] || []).includes(what)),
+  portal: false,
+  can: (what) => !!(ctx.who && (roleCan[ctx.who.role] || []).includes(what) && !(ctx.portal && what === 'platform')),
   stream: null,
   rates: new Rates(15 * 60),
 };
@@ -67,13 +82,23 @@ function route() {
   cleanup = typeof c === 'function' ? c : null;
 }
 
+/** brand shows the client's name in portal mode (title and side bar). */
+function brand() {
+  const name = ctx.portal ? ((ctx.who.client && ctx.who.client.name) || ctx.who.clientId) : 'Hooklane';
+  document.title = ctx.portal ? `${name} — webhooks` : 'Hooklane';
+  document.body.classList.toggle('portal', ctx.portal);
+  const label = document.querySelector('.brand span');
+  if (label) label.textContent = name;
+  if (ctx.portal) document.querySelector('.brand').dataset.client = ctx.who.clientId;
+}
+
 function renderWho() {
   const who = document.getElementById('who');
   fill(who);
   if (!ctx.who) return;
   who.append(h('div', { class: 'who-name', title: 'API key name' }, ctx.who.name),
     h('span', { class: 'role r-' + ctx.who.role, 'data-role': ctx.who.role }, ctx.who.role));
-  if (ctx.who.authEnabled) {
+  if (ctx.who.authEnabled || ctx.portal) {
     who.append(h('button', { class: 'link-btn', onclick: signOut }, 'Change key'));
   }
   document.querySelectorAll('#nav a').forEach((a) => { a.hidden = !ctx.can(a.dataset.needs); });
@@ -115,6 +140,8 @@ function askKey(message) {
 
 async function signIn() {
   ctx.who = await api('GET', '/api/auth/whoami');
+  ctx.portal = !!ctx.who.clientId;
+  brand();
   renderWho();
   if (ctx.can('stream')) {
     if (!ctx.stream) {
@@ -153,10 +180,11 @@ function renderConn(state, info = {}) {
 
 window.addEventListener('hashchange', route);
 window.addEventListener('hooklane:unauthorized', () => {
-  if (ctx.who && ctx.who.authEnabled) {
+  // A portal's token may be revoked or expire even with API keys off.
+  if (ctx.who && (ctx.who.authEnabled || ctx.portal)) {
     ctx.who = null;
     if (ctx.stream) ctx.stream.stop();
-    askKey('The key was refused; enter it again.');
+    askKey(ctx.portal ? 'Your access token was refused (expired or revoked); enter a new one.' : 'The key was refused; enter it again.');
   }
 });
 

@@ -3,7 +3,7 @@
 import { api, listAll } from '../api.js';
 import { h, fill, badge, fmtTime, errorBox, toast, jsonView, placeErrors, clearErrors } from '../dom.js';
 
-export const needs = 'read';
+export const needs = 'platform';
 
 export function render(root, { parts, ctx }) {
   if (parts[1]) return renderType(root, parts[1], parts[2], ctx);

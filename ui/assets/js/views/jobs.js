@@ -74,7 +74,7 @@ export function render(root, { query, ctx }) {
   };
   const drawBulk = (n, hasMore) => {
     fill(bulk);
-    if (!ctx.can('write') || (f.status !== 'ERROR' && f.status !== 'CANCELLED') || n === 0) return;
+    if (!ctx.can('write') || !ctx.can('platform') || (f.status !== 'ERROR' && f.status !== 'CANCELLED') || n === 0) return;
     bulk.append(h('button', { class: 'btn primary', id: 'bulk-retry', onclick: () => {
       const close = modal('Redrive jobs', h('p', {}, `Retry every ${f.status} job matching these filters (${n}${hasMore ? '+' : ''})? Each goes back to PENDING with a fresh set of attempts.`), [
         h('button', { class: 'btn', onclick: () => close() }, 'Cancel'),

@@ -52,7 +52,7 @@ export function render(root, { ctx }) {
     try {
       const [counts, pools, subs, inflight, recent] = await Promise.all([
         Promise.all(statuses.map((s) => api('GET', `/api/dispatch-jobs?status=${s}&limit=500`))),
-        listAll('/api/dispatch-pools', {}, 500),
+        ctx.can('platform') ? listAll('/api/dispatch-pools', {}, 500) : Promise.resolve({ items: [] }),
         listAll('/api/subscriptions', {}, 1000),
         listAll('/api/dispatch-jobs', { status: 'IN_PROGRESS' }, 1000),
         api('GET', '/api/dispatch-jobs?limit=200'),

@@ -57,7 +57,7 @@ function headersText(s) {
 function renderForm(root, sub, ctx, onSaved) {
   const s = sub || { mode: 'IMMEDIATE', retry: { maxAttempts: 8, initialBackoffSeconds: 5, maxBackoffSeconds: 3600 }, timeoutSeconds: 30, maxAgeSeconds: 86400, delaySeconds: 0, sequence: 99 };
   const pool = h('select', { id: 'dispatchPoolId', name: 'dispatchPoolId' }, h('option', { value: '' }, 'default'));
-  listAll('/api/dispatch-pools', {}, 500).then(({ items }) => {
+  (ctx.can('platform') ? listAll('/api/dispatch-pools', {}, 500) : Promise.resolve({ items: [] })).then(({ items }) => {
     for (const p of items) if (p.code !== 'default') pool.append(h('option', { value: p.id, selected: s.dispatchPoolId === p.id }, p.code));
   }).catch(() => {});
   const f = {

@@ -1,0 +1,260 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/api"
+	"github.com/hooklane/hooklane/stream"
+)
+
+// Markers that only the platform's and acme's objects hold: no answer to
+// another client may contain them.
+const (
+	acmeMarker     = "ACME-PRIVATE-7f3a"
+	platformMarker = "PLATFORM-PRIVATE-9c1e"
+)
+
+// isolationFixture is a gateway holding objects of acme and of the
+// platform, and credentials of globex.
+type isolationFixture struct {
+	s *testServer
+	// ids maps a route prefix to the object ids to try in its :id.
+	ids                      map[string][]string
+	acmeSub, acmeToken       string
+	acmeSecret, acmeJob      string
+	globexToken, globexAdmin string
+}
+
+func newIsolationFixture(t *testing.T) *isolationFixture {
+	t.Helper()
+	hub := stream.NewHub(stream.HubConfig{})
+	s := newTestServer(t, func(c *api.Config) {
+		withClientKeys(t)(c)
+		c.Stream = api.StreamConfig{Hub: hub, Retry: 50 * time.Millisecond, PingInterval: time.Minute}
+	})
+	tailer := stream.NewTailer(stream.TailerConfig{Store: s.Store, Hub: hub, PollInterval: 50 * time.Millisecond, Settle: testSettle})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tailer.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+		hub.Close()
+	})
+	a := bearer(adminKey)
+	resp, got := s.do(t, http.MethodPost, "/api/event-types", map[string]any{"code": "shop.order.created", "name": "Order created"}, a...)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", got)
+	mustCreateClient(t, s, "acme")
+	mustCreateClient(t, s, "globex")
+	resp, pool := s.do(t, http.MethodPost, "/api/dispatch-pools", map[string]any{"code": "private-pool", "name": platformMarker, "concurrency": 2}, a...)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", pool)
+	acmeSub := mustCreateSub(t, s, map[string]any{"code": "acme-" + acmeMarker, "clientId": "acme", "name": acmeMarker, "headers": map[string]string{"X-Acme": acmeMarker}})
+	platformSub := mustCreateSub(t, s, map[string]any{"code": "platform-" + platformMarker, "name": platformMarker})
+	resp, acmeEv := postEvent(t, s, "k-acme-producer-0123", `{"specversion":"1.0","id":"a1","source":"/acme","type":"shop.order.created","data":{"note":"`+acmeMarker+`"}}`)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", acmeEv)
+	resp, platEv := postEvent(t, s, adminKey, `{"specversion":"1.0","id":"p1","source":"/platform","type":"shop.order.created","data":{"note":"`+platformMarker+`"}}`)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", platEv)
+	resp, jobs := s.do(t, http.MethodGet, "/api/dispatch-jobs?limit=500", nil, a...)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var jobIDs []string
+	acmeJob := ""
+	for _, j := range jobs["items"].([]any) {
+		jm := j.(map[string]any)
+		jobIDs = append(jobIDs, jm["id"].(string))
+		if jm["subscriptionId"] == acmeSub["id"] {
+			acmeJob = jm["id"].(string)
+		}
+	}
+	require.Len(t, jobIDs, 3, "acme's event: acme's and the platform's job; the platform's event: one")
+	require.NotEmpty(t, acmeJob)
+	resp, at := s.do(t, http.MethodPost, "/api/clients/acme/tokens", map[string]any{"role": "admin"}, a...)
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	resp, gt := s.do(t, http.MethodPost, "/api/clients/globex/tokens", map[string]any{"role": "admin"}, a...)
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	f := &isolationFixture{
+		s: s,
+		ids: map[string][]string{
+			"/api/subscriptions/":  {acmeSub["id"].(string), platformSub["id"].(string)},
+			"/api/dispatch-jobs/":  jobIDs,
+			"/api/events/":         {acmeEv["id"].(string), platEv["id"].(string)},
+			"/api/clients/":        {"acme"},
+			"/api/dispatch-pools/": {pool["id"].(string)},
+		},
+		acmeSub: acmeSub["id"].(string), acmeToken: at["id"].(string), acmeSecret: acmeSub["secret"].(string),
+		acmeJob: acmeJob, globexToken: gt["token"].(string), globexAdmin: "k-globex-admin-0123",
+	}
+	// The stream replays up to what the tailer has seen: wait until an
+	// unscoped stream shows the fixture's messages, so the walk's stream
+	// requests have something to leak.
+	require.Eventually(t, func() bool {
+		_, body := f.fetch(t, http.MethodGet, "/api/stream?since=2000-01-01T00:00:00Z", adminKey)
+		return strings.Contains(body, acmeMarker) && strings.Contains(body, platformMarker)
+	}, 15*time.Second, 10*time.Millisecond)
+	return f
+}
+
+// urls returns the concrete URLs to try for a route template.
+func (f *isolationFixture) urls(path string) []string {
+	ids := []string{f.acmeSub} // a route added later under another prefix still gets an object id of acme
+	for prefix, v := range f.ids {
+		if strings.HasPrefix(path, prefix) {
+			ids = v
+		}
+	}
+	var out []string
+	for _, id := range ids {
+		u := strings.NewReplacer(":id", id, ":tokenId", f.acmeToken, ":code", "shop.order.created", ":version", "1.0", "*path", "").Replace(path)
+		if strings.HasPrefix(path, "/api/stream") || strings.HasPrefix(path, "/api/events") || strings.HasPrefix(path, "/api/dispatch-jobs") || strings.HasPrefix(path, "/api/subscriptions") {
+			u += "?since=2000-01-01T00:00:00Z"
+		}
+		out = append(out, u)
+		if !strings.Contains(path, ":") {
+			break
+		}
+	}
+	return out
+}
+
+// fetch sends one request and returns its status and as much of its body
+// as arrives within a second (the stream never ends by itself).
+func (f *isolationFixture) fetch(t *testing.T, method, url, key string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	var body io.Reader
+	if method != http.MethodGet && method != http.MethodHead {
+		body = strings.NewReader("{}")
+	}
+	req, err := http.NewRequestWithContext(ctx, method, f.s.URL+url, body)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err, "%s %s", method, url)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "deadline") {
+		require.NoError(t, err)
+	}
+	return resp.StatusCode, string(raw)
+}
+
+// TestScopedKeysSeeNoOtherClient walks every route registered on the
+// engine with globex's scoped credentials (a configured scoped admin key
+// and an issued admin token), trying acme's and the platform's objects
+// wherever a route takes an id, and fails if any answer carries their data
+// or changes them. A route added later is walked too: it must be put in
+// the scope allowlist (api/scope.go) to answer a scoped key at all.
+func TestScopedKeysSeeNoOtherClient(t *testing.T) {
+	t.Parallel()
+	f := newIsolationFixture(t)
+	routes := api.New(f.s.Config).Routes()
+	require.NotEmpty(t, routes)
+	walked := 0
+	for _, r := range routes {
+		for _, url := range f.urls(r.Path) {
+			for _, key := range []string{f.globexAdmin, f.globexToken} {
+				status, body := f.fetch(t, r.Method, url, key)
+				walked++
+				require.Less(t, status, 500, "%s %s: %s", r.Method, url, body)
+				for _, leak := range []string{acmeMarker, platformMarker, f.acmeSecret, `"clientId":"acme"`, `"clientid":"acme"`} {
+					require.NotContains(t, body, leak, "%s %s (%d) answered another client's data", r.Method, url, status)
+				}
+				if strings.Contains(r.Path, ":id") && strings.HasPrefix(r.Path, "/api/") {
+					require.Contains(t, []int{http.StatusForbidden, http.StatusNotFound, http.StatusMethodNotAllowed}, status,
+						"%s %s names another client's object: %s", r.Method, url, body)
+				}
+			}
+		}
+	}
+	require.Greater(t, walked, 2*len(routes))
+
+	// Nothing of acme's was changed by the walk (deletes, pauses, rotations, cancels).
+	a := bearer(adminKey)
+	resp, sub := f.s.do(t, http.MethodGet, "/api/subscriptions/"+f.acmeSub, nil, a...)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "ACTIVE", sub["status"])
+	resp, sec := f.s.do(t, http.MethodGet, "/api/subscriptions/"+f.acmeSub+"/secret", nil, a...)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Len(t, sec["secrets"], 1, "not rotated")
+	resp, job := f.s.do(t, http.MethodGet, "/api/dispatch-jobs/"+f.acmeJob, nil, a...)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotEqual(t, "CANCELLED", job["status"])
+	resp, _ = f.s.do(t, http.MethodGet, "/api/clients/acme", nil, a...)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	// The walk can see a leak: acme's own key reads acme's data on the
+	// same routes, and so does its stream.
+	status, body := f.fetch(t, http.MethodGet, "/api/subscriptions/"+f.acmeSub, "k-acme-admin-0123")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, body, acmeMarker)
+	status, body = f.fetch(t, http.MethodGet, "/api/stream?since=2000-01-01T00:00:00Z", "k-acme-viewer-0123")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, body, acmeMarker, "acme's stream carries its dispatch messages")
+	require.NotContains(t, body, platformMarker, "but not the platform's")
+	// Naming another client in a filter is a 403.
+	status, _ = f.fetch(t, http.MethodGet, "/api/stream?clients=acme", "k-globex-viewer-0123")
+	require.Equal(t, http.StatusForbidden, status)
+	status, _ = f.fetch(t, http.MethodGet, "/api/subscriptions?clientId=acme", "k-globex-viewer-0123")
+	require.Equal(t, http.StatusForbidden, status)
+}
+
+// readWS reads the connection's messages for a while and returns them
+// joined, as raw JSON.
+func readWS(t *testing.T, conn *websocket.Conn, d time.Duration) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	var b strings.Builder
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			return b.String()
+		}
+		b.Write(data)
+		b.WriteString("\n")
+	}
+}
+
+// TestScopedWebSocketSeesOnlyItsClient: the WebSocket stream of a scoped
+// key carries only its client's messages, and a filter naming another
+// client is refused.
+func TestScopedWebSocketSeesOnlyItsClient(t *testing.T) {
+	t.Parallel()
+	f := newIsolationFixture(t)
+	dial := func(key string) *websocket.Conn {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(f.s.URL, "http")+"/api/stream/ws",
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = conn.CloseNow() })
+		return conn
+	}
+	since := map[string]any{"since": "2000-01-01T00:00:00Z"}
+
+	globex := dial(f.globexToken)
+	wsSend(t, globex, map[string]any{"action": "subscribe", "subscriptionId": "other", "filters": map[string]any{"clients": "acme", "since": since["since"]}})
+	wsSend(t, globex, map[string]any{"action": "subscribe", "subscriptionId": "all", "filters": since})
+	got := readWS(t, globex, 1500*time.Millisecond)
+	require.Contains(t, got, `"subscriptionId":"other","error":"forbidden`)
+	require.Contains(t, got, `"subscriptionId":"all","status":"subscribed"`)
+	for _, leak := range []string{acmeMarker, platformMarker} {
+		require.NotContains(t, got, leak)
+	}
+
+	acme := dial("k-acme-viewer-0123")
+	wsSend(t, acme, map[string]any{"action": "subscribe", "subscriptionId": "all", "filters": since})
+	got = readWS(t, acme, 1500*time.Millisecond)
+	require.Contains(t, got, acmeMarker, "acme's stream carries its messages")
+	require.NotContains(t, got, platformMarker, "but not the platform's")
+}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"context"
+
+	"github.com/hooklane/hooklane/client"
+	"github.com/hooklane/hooklane/router"
+	"github.com/hooklane/hooklane/subscription"
+)
+
+// clientGatedStore is the router's store with a suspended client's
+// subscriptions read as PAUSED (client.Gate), so the router parks their
+// jobs instead of delivering them; reactivating the client releases them.
+type clientGatedStore struct {
+	router.Store
+	gate *client.Gate
+}
+
+// SubscriptionGetByID reads a subscription, PAUSED while its client is
+// suspended.
+func (s clientGatedStore) SubscriptionGetByID(ctx context.Context, id string) (*subscription.Subscription, error) {
+	return s.gate.SubscriptionGetByID(ctx, s.Store, id)
+}
+
+// clientGate wraps the router's store and subscription source with the
+// suspension gate of API.md §11.
+func clientGate(st interface {
+	router.Store
+	client.Getter
+}, subs router.Subscriptions,
+) (clientGatedStore, client.GatedSubscriptions) {
+	g := &client.Gate{Clients: st}
+	return clientGatedStore{Store: st, gate: g}, g.Subscriptions(subs)
+}
