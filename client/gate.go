@@ -1,9 +1,12 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/subscription"
@@ -28,11 +31,90 @@ type SubscriptionStoreGetter interface {
 // Gate shows the delivery path a suspended client's subscriptions as
 // PAUSED, so the router parks their jobs PENDING (dispatch.Lifecycle's
 // ParkPaused) instead of delivering them; reactivating the client releases
-// them (Service.Patch). The client is read from the store for each job of a
-// client's subscription, so a suspension holds at once on every instance.
-// Anchor-level subscriptions cost nothing extra.
+// them (Service.Patch). The client's status is read from the store at most
+// once per TTL per client on the delivery path (so a suspension holds on
+// every instance within it) and always before a job is parked (so a
+// reactivation is never missed). Anchor-level subscriptions cost nothing
+// extra.
 type Gate struct {
 	Clients Getter
+	// TTL is how long the hot path (GatedSubscriptions.Get, the router's
+	// read of every job's subscription) trusts a client's status it read:
+	// a suspension holds deliveries on every instance within it. The
+	// confirmation read before a park (SubscriptionGetByID) always reads
+	// the store, so a reactivation is never missed. Default GateTTLDefault;
+	// negative reads the client on every job.
+	TTL time.Duration
+	// NowFunc is the clock. Default time.Now.
+	NowFunc func() time.Time
+
+	mu   sync.Mutex
+	seen map[string]seenClient
+}
+
+// GateTTLDefault is Gate.TTL's default.
+const GateTTLDefault = time.Second
+
+// gateSeenMax bounds the clients whose status one Gate remembers.
+const gateSeenMax = 50_000
+
+type seenClient struct {
+	suspended bool
+	at        time.Time
+}
+
+// cachedSuspended returns sub as PAUSED when its client is suspended or
+// gone, trusting a status read within the TTL.
+func (g *Gate) cachedSuspended(ctx context.Context, sub *subscription.Subscription) (*subscription.Subscription, error) {
+	if sub.ClientID == nil || sub.Status != subscription.StatusActive || g.TTL < 0 {
+		return g.suspended(ctx, sub)
+	}
+	now := g.now()
+	ttl := cmp.Or(g.TTL, GateTTLDefault)
+	g.mu.Lock()
+	s, ok := g.seen[*sub.ClientID]
+	g.mu.Unlock()
+	if ok && now.Sub(s.at) < ttl && !now.Before(s.at) {
+		if s.suspended {
+			return paused(sub), nil
+		}
+		return sub, nil
+	}
+	out, err := g.suspended(ctx, sub)
+	if err != nil {
+		return nil, err
+	}
+	g.remember(sub, out, now, ttl)
+	return out, nil
+}
+
+// remember records what sub's client read as (out), at now.
+func (g *Gate) remember(sub, out *subscription.Subscription, now time.Time, ttl time.Duration) {
+	if sub.ClientID == nil || sub.Status != subscription.StatusActive || g.TTL < 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.seen == nil {
+		g.seen = make(map[string]seenClient)
+	}
+	if len(g.seen) >= gateSeenMax {
+		for id, e := range g.seen {
+			if now.Sub(e.at) >= ttl {
+				delete(g.seen, id)
+			}
+		}
+	}
+	if len(g.seen) < gateSeenMax {
+		g.seen[*sub.ClientID] = seenClient{suspended: out.Status == subscription.StatusPaused, at: now}
+	}
+}
+
+func (g *Gate) now() time.Time {
+	if g.NowFunc != nil {
+		return g.NowFunc()
+	}
+	return time.Now()
 }
 
 // suspended returns sub as PAUSED (a copy) when its client is suspended or
@@ -80,7 +162,7 @@ func (s GatedSubscriptions) Get(ctx context.Context, id string) (*subscription.S
 	if err != nil {
 		return nil, err
 	}
-	return s.g.suspended(ctx, sub)
+	return s.g.cachedSuspended(ctx, sub)
 }
 
 // SubscriptionGetByID reads a subscription from next, shown PAUSED while
@@ -90,5 +172,10 @@ func (g *Gate) SubscriptionGetByID(ctx context.Context, next SubscriptionStoreGe
 	if err != nil {
 		return nil, err
 	}
-	return g.suspended(ctx, sub)
+	out, err := g.suspended(ctx, sub)
+	if err != nil {
+		return nil, err
+	}
+	g.remember(sub, out, g.now(), cmp.Or(g.TTL, GateTTLDefault))
+	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/client"
+	"github.com/hooklane/hooklane/clocktest"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/store/sqlitestore"
@@ -89,7 +90,8 @@ func TestSuspendAndReactivateReleasesParkedJobs(t *testing.T) {
 	b := setup(t)
 	require.NoError(t, b.svc.Create(t.Context(), &client.Client{ID: "acme", Name: "ACME"}))
 	b.subs.subs = []*subscription.Subscription{sub("s1", "acme"), sub("s2", "acme"), sub("g1", "globex")}
-	gate := &client.Gate{Clients: b.st}
+	clk := clocktest.New(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	gate := &client.Gate{Clients: b.st, NowFunc: clk.Now}
 	subs := gate.Subscriptions(getter(b.subs.subs))
 
 	got, err := subs.Get(t.Context(), "s1")
@@ -100,6 +102,13 @@ func TestSuspendAndReactivateReleasesParkedJobs(t *testing.T) {
 	require.NoError(t, err)
 	got, err = subs.Get(t.Context(), "s1")
 	require.NoError(t, err)
+	require.Equal(t, subscription.StatusActive, got.Status, "within the gate's TTL the status read before holds")
+	got, err = gate.SubscriptionGetByID(t.Context(), storeGetter(b.subs.subs), "s1")
+	require.NoError(t, err)
+	require.Equal(t, subscription.StatusPaused, got.Status, "the confirmation read before a park reads the client")
+	clk.Advance(client.GateTTLDefault)
+	got, err = subs.Get(t.Context(), "s1")
+	require.NoError(t, err)
 	require.Equal(t, subscription.StatusPaused, got.Status, "the router parks a suspended client's jobs")
 	require.Equal(t, subscription.StatusActive, b.subs.subs[0].Status, "the stored subscription is unchanged")
 	require.Empty(t, b.jobs.released)
@@ -108,6 +117,9 @@ func TestSuspendAndReactivateReleasesParkedJobs(t *testing.T) {
 	_, err = b.svc.Patch(t.Context(), "acme", func(c *client.Client) error { c.Status = client.StatusActive; return nil })
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"s1", "s2"}, b.jobs.released, "reactivation queues the parked jobs of every subscription of the client")
+	got, err = gate.SubscriptionGetByID(t.Context(), storeGetter(b.subs.subs), "s1")
+	require.NoError(t, err)
+	require.Equal(t, subscription.StatusActive, got.Status, "the confirmation read sees the reactivation at once")
 	got, err = subs.Get(t.Context(), "s1")
 	require.NoError(t, err)
 	require.Equal(t, subscription.StatusActive, got.Status)
@@ -115,6 +127,13 @@ func TestSuspendAndReactivateReleasesParkedJobs(t *testing.T) {
 }
 
 type getter []*subscription.Subscription
+
+// storeGetter is getter as the store's read (the confirmation read).
+type storeGetter []*subscription.Subscription
+
+func (g storeGetter) SubscriptionGetByID(ctx context.Context, id string) (*subscription.Subscription, error) {
+	return getter(g).Get(ctx, id)
+}
 
 func (g getter) Get(_ context.Context, id string) (*subscription.Subscription, error) {
 	for _, s := range g {
