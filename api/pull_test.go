@@ -349,3 +349,22 @@ func TestPullLongPollGetsNewEvent(t *testing.T) {
 	require.Equal(t, []string{job}, claimedIDs(items))
 	require.True(t, slices.ContainsFunc(items, func(m map[string]any) bool { return m["event"] != nil }))
 }
+
+// A paused pull subscription hands out nothing: its jobs wait until it is
+// resumed, as a push subscription's do.
+func TestPullClaimOfAPausedSubscriptionHandsOutNothing(t *testing.T) {
+	t.Parallel()
+	s, sub := newPullServer(t, "IMMEDIATE", 3)
+	id := ingestOrder(t, s, "p-1")
+	resp, got := s.do(t, http.MethodPost, "/api/subscriptions/"+sub+"/pause", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, got)
+
+	status, _ := claim(t, s, sub, "w:1", "&wait=5s")
+	require.Equal(t, http.StatusNoContent, status, "nothing is handed out while paused")
+
+	resp, got = s.do(t, http.MethodPost, "/api/subscriptions/"+sub+"/resume", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, got)
+	status, items := claim(t, s, sub, "w:1", "&wait=5s")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, []string{id}, claimedIDs(items), "the job waited and goes out on resume")
+}

@@ -39,6 +39,9 @@ const (
 	// status stream hub is configured, a dispatch.queued/created event of
 	// the subscription wakes it at once.
 	pollInterval = 50 * time.Millisecond
+	// pausedWait is the most a claim on a paused subscription waits before
+	// answering that nothing is due.
+	pausedWait = time.Second
 	// scanLimit bounds the due jobs one claim round examines.
 	scanLimit = 500
 	// workerSeenWindow is how long Workers remembers a worker.
@@ -152,6 +155,14 @@ func (s *Service) Claim(ctx context.Context, subID string, p ClaimParams) ([]Cla
 		return nil, ErrNotPull
 	}
 	s.workers.touch(p.Worker, s.now())
+	if sub.Status == subscription.StatusPaused {
+		// A paused subscription — or one whose client is suspended (API.md
+		// §11; the store given to Config shows it PAUSED) — hands out
+		// nothing: its jobs wait. The claim waits up to pausedWait of its
+		// long poll, so a worker polling in a loop does not spin, and a
+		// resume is seen at its next claim.
+		return nil, waitOut(ctx, min(p.Wait, pausedWait))
+	}
 	deadline := time.Now().Add(p.Wait)
 
 	var wake <-chan *stream.Event
@@ -196,6 +207,20 @@ func (s *Service) Claim(ctx context.Context, subID string, p ClaimParams) ([]Cla
 		}
 		timer.Stop()
 	}
+}
+
+// waitOut waits d or until ctx ends.
+func waitOut(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return nil
 }
 
 // claimRound claims up to p.Max due jobs of one subscription: oldest first,

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hooklane/hooklane/client"
+	"github.com/hooklane/hooklane/pull"
 	"github.com/hooklane/hooklane/router"
 	"github.com/hooklane/hooklane/subscription"
 )
@@ -31,4 +32,26 @@ func clientGate(st interface {
 ) (clientGatedStore, client.GatedSubscriptions) {
 	g := &client.Gate{Clients: st}
 	return clientGatedStore{Store: st, gate: g}, g.Subscriptions(subs)
+}
+
+// pullGatedStore is pull delivery's store with a suspended client's
+// subscriptions read as PAUSED, so their pull jobs wait as push ones do.
+type pullGatedStore struct {
+	pull.Store
+	gate *client.Gate
+}
+
+// SubscriptionGetByID reads a subscription, PAUSED while its client is
+// suspended.
+func (s pullGatedStore) SubscriptionGetByID(ctx context.Context, id string) (*subscription.Subscription, error) {
+	return s.gate.SubscriptionGetByID(ctx, s.Store, id)
+}
+
+// pullClientGate wraps pull delivery's store with the suspension gate.
+func pullClientGate(st interface {
+	pull.Store
+	client.Getter
+},
+) pullGatedStore {
+	return pullGatedStore{Store: st, gate: &client.Gate{Clients: st, TTL: -1}}
 }

@@ -336,7 +336,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		})
 		srv := api.New(api.Config{ //nolint:contextcheck // handlers take their ctx from the request, not from here
 			Store: st, Queue: q, Ingest: svc, Jobs: jobs,
-			Pull:          pull.New(pull.Config{Store: st, Lifecycle: jobs, Hub: hub, Lease: cfg.Lease, TracerProvider: tracer}),
+			Pull:          pull.New(pull.Config{Store: pullClientGate(st), Lifecycle: jobs, Hub: hub, Lease: cfg.Lease, TracerProvider: tracer}),
 			Limits:        ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
 			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys, TrustedProxies: proxies,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, IDs: ids, Version: version, Logger: logger, Metrics: m,
