@@ -102,8 +102,14 @@ func (lc *Lifecycle) HoldForOrder(ctx context.Context, j *Job) (held bool, err e
 	lc.resendLostHead(ctx, b)
 	now := lc.now()
 	if j.Mode == ModeBlockOnError {
+		until := now.Add(lc.cfg.BlockedRecheck)
+		if LostHeadSuspect(b) {
+			// Its release may never come (its message lost): look again
+			// soon, backing off while it does not move.
+			until = lc.heldUntil(b, now)
+		}
 		if err := lc.Park(ctx, j, ParkParams{
-			Until: now.Add(lc.cfg.BlockedRecheck), BlockedBy: b.ID, Type: stream.TypeDispatchBlocked,
+			Until: until, BlockedBy: b.ID, Type: stream.TypeDispatchBlocked,
 		}); err != nil {
 			return true, err
 		}
@@ -114,11 +120,7 @@ func (lc *Lifecycle) HoldForOrder(ctx context.Context, j *Job) (held bool, err e
 		}
 		return true, nil
 	}
-	due := now
-	if b.Status == StatusPending && b.NextAttemptAt != nil && b.NextAttemptAt.After(now) {
-		due = *b.NextAttemptAt
-	}
-	return true, lc.Park(ctx, j, ParkParams{Until: due, Reason: "waiting for earlier job " + b.ID + " of its group"})
+	return true, lc.Park(ctx, j, ParkParams{Until: lc.heldUntil(b, now), Reason: "waiting for earlier job " + b.ID + " of its group"})
 }
 
 // resendLostHead sends head, an earlier job of the group that holds a later
@@ -136,7 +138,7 @@ func (lc *Lifecycle) HoldForOrder(ctx context.Context, j *Job) (held bool, err e
 // router drops a message whose job moved on. Failures are logged; the
 // stale-queued rescuer remains the safety net.
 func (lc *Lifecycle) resendLostHead(ctx context.Context, head *Job) {
-	if head.Status != StatusQueued || head.AttemptCount > 0 || head.Delivery == DeliveryPull {
+	if !LostHeadSuspect(head) {
 		return
 	}
 	if lc.now().Sub(head.UpdatedAt) < lc.cfg.LostHeadAfter {
@@ -188,8 +190,12 @@ func (lc *Lifecycle) Park(ctx context.Context, j *Job, p ParkParams) error {
 	j.BlockedBy = p.BlockedBy
 	ev := lc.event(j, cmpOr(p.Type, stream.TypeDispatchPending), now)
 	ev.Data.Error = p.Reason
-	if _, err := lc.tryWrite(ctx, j, []stream.Event{ev}); err != nil {
+	won, err := lc.tryWrite(ctx, j, []stream.Event{ev})
+	if err != nil {
 		return fmt.Errorf("park job: %w", err)
+	}
+	if !won && lc.Unmoved(ctx, j) {
+		return fmt.Errorf("park job %s: %w", j.ID, ErrKeepMessage)
 	}
 	return nil
 }

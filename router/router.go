@@ -59,6 +59,8 @@ type Subscriptions interface {
 // (*dispatch.Lifecycle): the verbs that move a job it received.
 type Lifecycle interface {
 	HoldForOrder(ctx context.Context, j *dispatch.Job) (bool, error)
+	GroupHead(ctx context.Context, j *dispatch.Job) (*dispatch.Job, error)
+	Unmoved(ctx context.Context, j *dispatch.Job) bool
 	HoldForCircuit(ctx context.Context, j *dispatch.Job, lease time.Duration) (bool, error)
 	ParkPaused(ctx context.Context, j *dispatch.Job) error
 	Claim(ctx context.Context, j *dispatch.Job, p dispatch.ClaimParams) error
@@ -338,6 +340,10 @@ const (
 	// putBack makes the message receivable again once its pool is
 	// expected to have room (Pool.DrainEstimate, at most PoolBusyDelay).
 	putBack
+	// retryLater makes the message receivable again after a back-off on
+	// its receive count: a write of its job was refused with the job
+	// unchanged (dispatch.ErrKeepMessage; see retryDelay).
+	retryLater
 )
 
 // handle processes one message: claim the job, deliver it, record the
@@ -349,10 +355,18 @@ func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) bool {
 	log := r.cfg.Logger.With("job_id", jobID)
 	busyWait := r.cfg.PoolBusyDelay
 	disp, err := r.process(r.messageTraceContext(ctx, &m), runCtx, jobID, &busyWait)
+	if errors.Is(err, dispatch.ErrKeepMessage) {
+		disp, err = retryLater, nil
+	}
 	if err != nil {
 		log.ErrorContext(ctx, "job processing failed", "error", err)
 	}
 	switch {
+	case disp == retryLater && runCtx.Err() == nil:
+		log.DebugContext(ctx, "write refused, job unchanged: message kept", "receive_count", m.ReceiveCount)
+		if err := r.cfg.Queue.ChangeVisibility(ctx, m.ReceiptHandle, retryDelay(m.ReceiveCount, r.cfg.Lease)); err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
+			log.WarnContext(ctx, "queue change visibility failed", "error", err)
+		}
 	case disp == drop:
 		if err := r.cfg.Queue.Delete(ctx, m.ReceiptHandle); err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
 			log.WarnContext(ctx, "queue delete failed", "error", err)
@@ -394,6 +408,7 @@ func (r *Router) process(ctx, runCtx context.Context, jobID string, busyWait *ti
 			return dropIf(err == nil), err
 		}
 	}
+	r.deliverHeadsInPlace(ctx, runCtx, job)
 	held, err := r.cfg.Lifecycle.HoldForOrder(ctx, job)
 	if err != nil || held {
 		return dropIf(err == nil), err
@@ -421,8 +436,14 @@ func (r *Router) process(ctx, runCtx context.Context, jobID string, busyWait *ti
 	}
 	lease := time.Duration(job.TimeoutSeconds)*time.Second + r.cfg.Lease
 	if err := r.cfg.Lifecycle.Claim(ctx, job, dispatch.ClaimParams{Worker: r.cfg.WorkerID, Lease: lease}); err != nil {
-		if errors.Is(err, dispatch.ErrExpired) || errors.Is(err, store.ErrConflict) {
-			return drop, nil // discarded, or someone else moved it: their message or poller follows
+		if errors.Is(err, dispatch.ErrExpired) {
+			return drop, nil // discarded
+		}
+		if errors.Is(err, store.ErrConflict) {
+			if r.cfg.Lifecycle.Unmoved(ctx, job) {
+				return retryLater, nil // the store refused the claim, the job as read: keep the message
+			}
+			return drop, nil // someone else moved it: their message or poller follows
 		}
 		return leave, err
 	}
