@@ -60,6 +60,11 @@ type Data struct {
 	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
 	BlockedBy     string     `json:"blockedBy,omitempty"`
 	Worker        string     `json:"worker,omitempty"`
+	// Scanned, Matched and Created are a replay's counters (replay.*
+	// events, API.md §13); nil on the other types.
+	Scanned *int64 `json:"scanned,omitempty"`
+	Matched *int64 `json:"matched,omitempty"`
+	Created *int64 `json:"created,omitempty"`
 }
 
 // MarshalJSON renders the data with timestamps in the gateway's format.

@@ -38,6 +38,9 @@ type statusDataDoc struct {
 	NextAttemptAt *time.Time `bson:"nextAttemptAt,omitempty"`
 	BlockedBy     string     `bson:"blockedBy,omitempty"`
 	Worker        string     `bson:"worker,omitempty"`
+	Scanned       *int64     `bson:"scanned,omitempty"`
+	Matched       *int64     `bson:"matched,omitempty"`
+	Created       *int64     `bson:"created,omitempty"`
 }
 
 func toStatusEventDoc(e *stream.Event) statusEventDoc {
@@ -62,6 +65,9 @@ func toStatusEventDoc(e *stream.Event) statusEventDoc {
 			NextAttemptAt: msPtr(d.NextAttemptAt),
 			BlockedBy:     d.BlockedBy,
 			Worker:        d.Worker,
+			Scanned:       d.Scanned,
+			Matched:       d.Matched,
+			Created:       d.Created,
 		},
 	}
 }
@@ -88,6 +94,9 @@ func (d *statusEventDoc) asDomain() stream.Event {
 			NextAttemptAt: utcPtr(x.NextAttemptAt),
 			BlockedBy:     x.BlockedBy,
 			Worker:        x.Worker,
+			Scanned:       x.Scanned,
+			Matched:       x.Matched,
+			Created:       x.Created,
 		},
 	}
 }

@@ -34,4 +34,5 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 	t.Run("EventType", func(t *testing.T) { t.Parallel(); testEventType(t, newStore) })
 	t.Run("StatusEvent", func(t *testing.T) { t.Parallel(); testStatusEvent(t, newStore) })
 	t.Run("Lifecycle", func(t *testing.T) { t.Parallel(); testLifecycle(t, newStore) })
+	t.Run("Replay", func(t *testing.T) { t.Parallel(); testReplay(t, newStore) })
 }

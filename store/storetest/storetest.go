@@ -9,6 +9,7 @@ import (
 
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/replay"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/secretbox"
 	"github.com/hooklane/hooklane/stream"
@@ -23,6 +24,7 @@ type Store interface {
 	subscription.Store
 	schema.Store
 	stream.Store
+	replay.Store
 	// SecretSealAll checks every stored secret against the store's
 	// secretbox.Box and seals those in plain text; see RunSealed.
 	SecretSealAll(ctx context.Context) (secretbox.Census, error)
