@@ -86,6 +86,9 @@ type WorkerConfig struct {
 	// AfterPageFunc, when set (by tests), is called after each checkpoint
 	// with the replay as written.
 	AfterPageFunc func(r *Replay)
+	// OnBacklogFunc, when set (by tests), is called each time the Worker
+	// waits for the subscription's backlog, with the count it saw.
+	OnBacklogFunc func(r *Replay, backlog int)
 	// NowFunc is the clock. Default time.Now.
 	NowFunc func() time.Time
 	Logger  *slog.Logger
@@ -368,6 +371,9 @@ func (w *Worker) awaitBacklog(ctx context.Context, r *Replay) error {
 		}
 		if n <= w.cfg.BacklogMax {
 			return nil
+		}
+		if w.cfg.OnBacklogFunc != nil {
+			w.cfg.OnBacklogFunc(r, n)
 		}
 		if !logged {
 			w.cfg.Logger.InfoContext(ctx, "replay paused: subscription backlog above bound", "replay_id", r.ID,
