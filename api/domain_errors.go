@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 
+	"github.com/hooklane/hooklane/replay"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/subscription"
 )
@@ -19,6 +20,7 @@ func domainProblem(err error) (p *Problem, ok bool) {
 		snf   *schema.NotFoundError
 		rej   *subscription.Rejection
 		conf  *subscription.Conflict
+		rrej  *replay.Rejection
 	)
 	switch {
 	case errors.As(err, &srej):
@@ -35,6 +37,12 @@ func domainProblem(err error) (p *Problem, ok bool) {
 		return unprocessable(rej.Detail, fieldErrors(rej.Errors)...), true
 	case errors.As(err, &conf):
 		return conflict(conf.Detail), true
+	case errors.As(err, &rrej):
+		errs := make([]FieldError, len(rrej.Errors))
+		for i, e := range rrej.Errors {
+			errs[i] = FieldError{Pointer: e.Pointer, Message: e.Message}
+		}
+		return unprocessable(rrej.Detail, errs...), true
 	}
 	return nil, false
 }
