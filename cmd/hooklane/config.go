@@ -115,6 +115,16 @@ type Config struct {
 	// text, with a warning at start. A store holding secrets encrypted
 	// with another key, or encrypted while none is set, refuses to start.
 	EncryptionKey string
+	// ReplayRate is the most jobs per second replays create on this
+	// instance (API.md §13). Default 2000.
+	ReplayRate int
+	// ReplayBacklog is the bound on a subscription's unfinished jobs above
+	// which its replay waits. Default 10000.
+	ReplayBacklog int
+	// ReplayLease is how long an instance holds a replay between
+	// checkpoints: a replay whose instance died resumes elsewhere after
+	// that long. Default 30s.
+	ReplayLease time.Duration
 
 	// keys are the parsed API keys of APIKeys and APIKeysFile, set by
 	// loadConfig; only their hashes are kept.
@@ -243,6 +253,9 @@ func settings(c *Config) []setting {
 		{"shutdown-timeout", "HOOKLANE_SHUTDOWN_TIMEOUT", "30s", "how long a graceful stop may take", dur(&c.ShutdownTimeout)},
 		{"router-concurrency", "HOOKLANE_ROUTER_CONCURRENCY", "1024", "most deliveries in flight in this process", integer(&c.RouterConcurrency)},
 		{"encryption-key", "HOOKLANE_ENCRYPTION_KEY", "", "base64 of 32 bytes: secrets are stored encrypted with it (AES-256-GCM); prefer the variable to the flag, which shows in process lists", encryptionKey(&c.EncryptionKey)},
+		{"replay-rate", "HOOKLANE_REPLAY_RATE", "2000", "most jobs per second replays create on this instance", integer(&c.ReplayRate)},
+		{"replay-backlog", "HOOKLANE_REPLAY_BACKLOG", "10000", "a replay waits while its subscription has more unfinished jobs than this", integer(&c.ReplayBacklog)},
+		{"replay-lease", "HOOKLANE_REPLAY_LEASE", "30s", "how long an instance holds a replay between checkpoints (a replay of a dead instance resumes after it)", dur(&c.ReplayLease)},
 	}
 }
 
