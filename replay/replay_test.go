@@ -373,7 +373,7 @@ func testReplay(t *testing.T, kind storeKind) {
 		w := b.worker("a:1", func(c *replay.WorkerConfig) { c.Rate = 20 })
 		began := time.Now()
 		require.NoError(t, w.RunOnce(b.ctx))
-		// A burst of one page (3), then 9 more at 20/s: at least 0.45 s.
+		// A burst of 3 (a page), then 9 more at 20/s: at least 0.45 s.
 		require.GreaterOrEqual(t, time.Since(began), 400*time.Millisecond)
 		require.Equal(t, int64(12), b.get(t, r.ID).Created)
 	})

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"slices"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -63,8 +65,9 @@ type WorkerConfig struct {
 	IDs *idgen.Generator
 	// Owner names this worker in leases (host:pid). Required.
 	Owner string
-	// Rate is the most jobs created per second; ≤ 0 means RateDefault.
-	// Use math.Inf(1) for no bound.
+	// Rate is the most jobs created per second (a token bucket whose burst
+	// is a second's worth, at most a page); ≤ 0 means RateDefault. Use
+	// math.Inf(1) for no bound.
 	Rate float64
 	// BacklogMax is the unfinished-job count of the subscription above which
 	// the Worker waits. Default BacklogMaxDefault; < 0: never wait.
@@ -100,6 +103,7 @@ type WorkerConfig struct {
 type Worker struct {
 	cfg     WorkerConfig
 	limiter *rate.Limiter
+	burst   int
 	wake    chan struct{}
 }
 
@@ -130,11 +134,16 @@ func NewWorker(cfg WorkerConfig) *Worker {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Logger = cfg.Logger.With("component", "replay")
-	// The burst is one page: a page's new jobs are created in one go, and
-	// the limiter holds the average to Rate.
+	// The burst is a second's worth of jobs, at most a page: a page's new
+	// jobs are created in chunks of the burst, each when the limiter allows.
+	burst := cfg.PageSize
+	if !math.IsInf(cfg.Rate, 1) {
+		burst = max(1, min(cfg.PageSize, int(cfg.Rate)))
+	}
 	return &Worker{
 		cfg:     cfg,
-		limiter: rate.NewLimiter(rate.Limit(cfg.Rate), cfg.PageSize),
+		limiter: rate.NewLimiter(rate.Limit(cfg.Rate), burst),
+		burst:   burst,
 		wake:    make(chan struct{}, 1),
 	}
 }
@@ -328,18 +337,22 @@ func (w *Worker) page(ctx context.Context, r *Replay, sub *subscription.Subscrip
 	if len(fresh) == 0 {
 		return 0, nil
 	}
-	if err := w.limiter.WaitN(ctx, len(fresh)); err != nil {
-		return 0, fmt.Errorf("wait for replay rate: %w", err)
+	created := 0
+	for chunk := range slices.Chunk(fresh, w.burst) {
+		if err := w.limiter.WaitN(ctx, len(chunk)); err != nil {
+			return created, fmt.Errorf("wait for replay rate: %w", err)
+		}
+		if err := w.cfg.Jobs.Insert(ctx, chunk); err != nil {
+			return created, fmt.Errorf("create jobs of replay %s: %w", r.ID, err)
+		}
+		created += len(chunk)
+		// Sent in event order: each group's jobs reach the queue in order.
+		if n, err := w.cfg.Jobs.Send(ctx, chunk); n > 0 {
+			w.cfg.Logger.WarnContext(ctx, "replay jobs left pending after queue send failure", "replay_id", r.ID,
+				"jobs", n, "error", err)
+		}
 	}
-	if err := w.cfg.Jobs.Insert(ctx, fresh); err != nil {
-		return 0, fmt.Errorf("create jobs of replay %s: %w", r.ID, err)
-	}
-	// Sent in event order: each group's jobs reach the queue in order.
-	if n, err := w.cfg.Jobs.Send(ctx, fresh); n > 0 {
-		w.cfg.Logger.WarnContext(ctx, "replay jobs left pending after queue send failure", "replay_id", r.ID,
-			"jobs", n, "error", err)
-	}
-	return len(fresh), nil
+	return created, nil
 }
 
 // wants reports whether the replay's eventTypes narrowing lets code through.
