@@ -127,5 +127,5 @@ func TestReplayRoutesRefuseBadInput(t *testing.T) {
 type subGetter struct{ st *sqlitestore.Store }
 
 func (g subGetter) Get(ctx context.Context, id string) (*subscription.Subscription, error) {
-	return g.st.SubscriptionGetByID(ctx, id) //nolint:wrapcheck // test adapter
+	return g.st.SubscriptionGetByID(ctx, id)
 }

@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,11 +21,11 @@ func TestReplayCounters(t *testing.T) {
 	for _, f := range families {
 		for _, s := range f.GetMetric() {
 			if c := s.GetCounter(); c != nil {
-				key := f.GetName()
+				parts := []string{f.GetName()}
 				for _, l := range s.GetLabel() {
-					key += "," + l.GetName() + "=" + l.GetValue()
+					parts = append(parts, l.GetName()+"="+l.GetValue())
 				}
-				got[key] = c.GetValue()
+				got[strings.Join(parts, ",")] = c.GetValue()
 			}
 		}
 	}

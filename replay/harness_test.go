@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -72,7 +73,7 @@ func openMongoStore(t *testing.T) storetest.Store { //nolint:ireturn // both sto
 type subGetter struct{ st storetest.Store }
 
 func (g subGetter) Get(ctx context.Context, id string) (*subscription.Subscription, error) {
-	return g.st.SubscriptionGetByID(ctx, id) //nolint:wrapcheck // test adapter
+	return g.st.SubscriptionGetByID(ctx, id)
 }
 
 // baseTime is when the fixtures' events were received.
@@ -143,7 +144,7 @@ func (b *testBundle) storeEvents(t *testing.T, specs ...eventSpec) []*eventlog.E
 			ID: id, ReceivedAt: received, DedupKey: "/shop\x00" + id,
 			Event: cloudevent.Event{
 				SpecVersion: cloudevent.SpecVersion, ID: id, Source: "/shop", Type: s.typ, Time: received,
-				DataContentType: "application/json", Data: json.RawMessage(`{"n":` + fmt.Sprint(i) + `}`), Extensions: ext,
+				DataContentType: "application/json", Data: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`), Extensions: ext,
 			},
 		}
 		items[i] = ingest.EventIngestItem{Event: events[i]}

@@ -380,10 +380,14 @@ func testReplay(t *testing.T, kind storeKind) {
 
 	t.Run("ClientScopeIsRespected", func(t *testing.T) {
 		t.Parallel()
-		sub := &subscription.Subscription{ID: "s", Code: "c", ClientID: new("acme"), Status: subscription.StatusActive,
-			EventTypes: []subscription.Binding{{EventTypeCode: "order.created"}}}
-		other := &cloudevent.Event{SpecVersion: "1.0", ID: "1", Source: "/s", Type: "order.created",
-			Extensions: map[string]any{"clientid": "globex"}}
+		sub := &subscription.Subscription{
+			ID: "s", Code: "c", ClientID: new("acme"), Status: subscription.StatusActive,
+			EventTypes: []subscription.Binding{{EventTypeCode: "order.created"}},
+		}
+		other := &cloudevent.Event{
+			SpecVersion: "1.0", ID: "1", Source: "/s", Type: "order.created",
+			Extensions: map[string]any{"clientid": "globex"},
+		}
 		if subscription.Accepts(sub, other, "") {
 			t.Skip("client scope (API.md §11) is not part of the Index's per-subscription match yet: it arrives with #17 (clients); " +
 				"subscription.Accepts picks it up from there and this test then runs")

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -49,7 +50,7 @@ func TestReplayResumesAfterKill9(t *testing.T) {
 			env["HOOKLANE_REPLAY_LEASE"] = "2s"
 			// Slow enough to be killed halfway: a page of 500 takes a second
 			// or more.
-			env["HOOKLANE_REPLAY_RATE"] = fmt.Sprint(tt.events / 8)
+			env["HOOKLANE_REPLAY_RATE"] = strconv.Itoa(tt.events / 8)
 			testReplayKill9(t, hooklaneBinary.get(t), tt.name, env, tt.events)
 		})
 	}

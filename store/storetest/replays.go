@@ -120,9 +120,9 @@ func testReplay(t *testing.T, newStore NewStoreFunc) {
 		// Ids and receive times deliberately disagree: the walk follows
 		// receivedAt, ties broken by id.
 		var events []*eventlog.Event
-		offsets := []time.Duration{3, 1, 1, 1, 2, 0, 5}
+		offsets := []time.Duration{3 * time.Second, time.Second, time.Second, time.Second, 2 * time.Second, 0, 5 * time.Second}
 		for _, off := range offsets {
-			events = append(events, b.newEvent(func(e *eventlog.Event) { e.ReceivedAt = baseTime().Add(off * time.Second) }))
+			events = append(events, b.newEvent(func(e *eventlog.Event) { e.ReceivedAt = baseTime().Add(off) }))
 		}
 		b.ingest(t, events...)
 		// since = +1s (inclusive), until = +5s (exclusive): offsets 1,1,1,2,3.
