@@ -119,6 +119,9 @@ type replayJSON struct {
 	CreatedAt      string   `json:"createdAt"`
 	UpdatedAt      string   `json:"updatedAt"`
 	CompletedAt    *string  `json:"completedAt"`
+	// Position is the receivedAt of the last event handled: the progress
+	// through [since, until).
+	Position *string `json:"position"`
 }
 
 // MarshalJSON renders the replay as the API shows it: the checkpoint, the
@@ -136,6 +139,10 @@ func (r *Replay) MarshalJSON() ([]byte, error) {
 	}
 	if r.Error != "" {
 		out.Error = &r.Error
+	}
+	if !r.AfterReceivedAt.IsZero() {
+		s := cloudevent.FormatTime(r.AfterReceivedAt)
+		out.Position = &s
 	}
 	if r.CompletedAt != nil {
 		s := cloudevent.FormatTime(*r.CompletedAt)

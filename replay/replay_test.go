@@ -434,5 +434,5 @@ func TestStartValidates(t *testing.T) {
 	require.JSONEq(t, `{"id":"`+r.ID+`","subscription":"`+sub.Code+`","subscriptionId":"`+sub.ID+`","clientId":null,
 		"status":"RUNNING","since":"2026-11-20T09:00:00.000Z","until":"2026-11-20T10:00:00.000Z","eventTypes":[],
 		"redeliver":false,"scanned":0,"matched":0,"created":0,"error":null,
-		"createdAt":"2026-11-20T10:00:00.000Z","updatedAt":"2026-11-20T10:00:00.000Z","completedAt":null}`, string(body))
+		"createdAt":"2026-11-20T10:00:00.000Z","updatedAt":"2026-11-20T10:00:00.000Z","completedAt":null,"position":null}`, string(body))
 }

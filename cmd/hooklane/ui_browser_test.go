@@ -191,6 +191,7 @@ func TestUIDashboardInChromium(t *testing.T) {
 		"schema":{"type":"object","required":["amount","currency"],"properties":{"amount":{"type":"number"},"currency":{"enum":["EUR","USD"]}}}}]}`)
 	post("/api/event-types", `{"code":"ui.payment.captured","name":"Payment captured"}`)
 	post("/api/event-types", `{"code":"ui.invoice.paid","name":"Invoice paid"}`)
+	post("/api/event-types", `{"code":"ui.account.updated","name":"Account updated"}`)
 	post("/api/subscriptions", `{"code":"live-orders","name":"Order fulfilment","eventTypes":[{"eventTypeCode":"ui.live.order.*"}],
 		"target":"`+recv.srv.URL+`/hooks/live","mode":"NEXT_ON_ERROR"}`)
 	blockSub := post("/api/subscriptions", `{"code":"payments","name":"Payment ledger","eventTypes":[{"eventTypeCode":"ui.payment.captured"}],
@@ -204,6 +205,7 @@ func TestUIDashboardInChromium(t *testing.T) {
 		"HOOKLANE_UI_LIVE_TYPE": "ui.live.order.created", "HOOKLANE_UI_LIVE_SUB": "live-orders",
 		"HOOKLANE_UI_BLOCK_TYPE": "ui.payment.captured", "HOOKLANE_UI_BLOCK_SUB_ID": blockSub["id"].(string), "HOOKLANE_UI_BLOCK_PATH": "/hooks/payments",
 		"HOOKLANE_UI_RETRY_TYPE": "ui.invoice.paid", "HOOKLANE_UI_RETRY_PATH": "/hooks/invoices",
+		"HOOKLANE_UI_REPLAY_TYPE": "ui.account.updated", "HOOKLANE_UI_REPLAY_PATH": "/hooks/replay",
 	}
 	scenario := func(t *testing.T, name string) {
 		t.Helper()
@@ -243,6 +245,10 @@ func TestUIDashboardInChromium(t *testing.T) {
 	t.Run("retry a failed job from its page", func(t *testing.T) {
 		scenario(t, "retry_job")
 		require.Equal(t, 2+3*2, recv.deliveries("/hooks/invoices"), "one job failed and retried, three failed and redriven")
+	})
+	t.Run("replay backfills a late subscription", func(t *testing.T) {
+		scenario(t, "replay")
+		require.Equal(t, 6, recv.deliveries("/hooks/replay"), "each stored event delivered once, the repeated replay sent nothing")
 	})
 	t.Run("auth off: no key asked", func(t *testing.T) {
 		open := startGateway(t, nil)
