@@ -1,8 +1,11 @@
 package api_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/replay"
 	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
 )
 
@@ -128,4 +132,78 @@ type subGetter struct{ st *sqlitestore.Store }
 
 func (g subGetter) Get(ctx context.Context, id string) (*subscription.Subscription, error) {
 	return g.st.SubscriptionGetByID(ctx, id)
+}
+
+// TestReplayOnTheStream reads replay.started and replay.completed back from
+// the stream, through its types and subscriptions filters.
+func TestReplayOnTheStream(t *testing.T) {
+	t.Parallel()
+	hub := stream.NewHub(stream.HubConfig{})
+	t.Cleanup(hub.Close)
+	var w *replay.Worker
+	ts := newTestServer(t, func(c *api.Config) {
+		st := c.Store.(*sqlitestore.Store)
+		subs := subGetter{st}
+		c.Stream = api.StreamConfig{Hub: hub, Retry: 50 * time.Millisecond, PingInterval: time.Minute}
+		c.Replays = replay.NewService(replay.ServiceConfig{Store: st, Subscriptions: subs, IDs: c.IDs, Retention: time.Hour})
+		w = replay.NewWorker(replay.WorkerConfig{Store: st, Subscriptions: subs, Jobs: c.Jobs.(*dispatch.Lifecycle), IDs: c.IDs, Owner: "test:1"})
+	})
+	for _, code := range []string{"a", "b"} {
+		resp, _ := ts.do(t, http.MethodPost, "/api/subscriptions", map[string]any{
+			"code": code, "eventTypes": []map[string]any{{"eventTypeCode": "order.*"}}, "target": "http://127.0.0.1:9/hook",
+		})
+		require.Equal(t, http.StatusCreated, resp.StatusCode)
+	}
+	start := time.Now().UTC().Add(-time.Second).Format(time.RFC3339Nano)
+	var replayIDs []string
+	for _, code := range []string{"a", "b"} {
+		_, list := ts.do(t, http.MethodGet, "/api/subscriptions?limit=10", nil)
+		for _, it := range list["items"].([]any) {
+			if s := it.(map[string]any); s["code"] == code {
+				resp, r := ts.do(t, http.MethodPost, "/api/subscriptions/"+s["id"].(string)+"/replay", map[string]any{"since": start})
+				require.Equal(t, http.StatusAccepted, resp.StatusCode, r)
+				replayIDs = append(replayIDs, r["id"].(string))
+			}
+		}
+	}
+	require.NoError(t, w.RunOnce(t.Context()))
+	// The tailer sets the stream's frontier, up to which history is sent.
+	tailer := stream.NewTailer(stream.TailerConfig{Store: ts.Store, Hub: hub, PollInterval: 50 * time.Millisecond})
+	tctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tailer.Run(tctx) }()
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-done)
+	})
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/api/stream?types=replay.*&subscriptions=b&since="+start, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var got []map[string]any
+	sc := bufio.NewScanner(resp.Body)
+	for len(got) < 2 && sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			var ev map[string]any
+			require.NoError(t, json.Unmarshal([]byte(data), &ev))
+			got = append(got, ev)
+		}
+	}
+	require.Len(t, got, 2, "scan: %v", sc.Err())
+	require.Equal(t, "replay.started", got[0]["type"])
+	require.Equal(t, "replay.completed", got[1]["type"])
+	for _, ev := range got {
+		require.Equal(t, replayIDs[1], ev["subject"], "only subscription b's replay passes the filter")
+		data := ev["data"].(map[string]any)
+		require.Equal(t, "b", data["subscription"])
+		for _, k := range []string{"scanned", "matched", "created"} {
+			require.Contains(t, data, k)
+		}
+	}
+	require.Equal(t, "COMPLETED", got[1]["data"].(map[string]any)["status"])
 }
