@@ -28,8 +28,11 @@ const (
 	RateDefault = 2000
 	// BacklogMaxDefault is the subscription backlog (unfinished jobs) above
 	// which a Worker waits (HOOKLANE_REPLAY_BACKLOG): a receiver that cannot
-	// keep up is not buried under a replay.
-	BacklogMaxDefault = 10_000
+	// keep up is not buried under a replay, and live jobs, which share the
+	// queue, never wait behind more than this many replayed ones (at 10,000
+	// the benchmark's live p99 reached 2 s on a loaded 2-core machine; see
+	// BENCHMARKS.md).
+	BacklogMaxDefault = 1000
 	// LeaseDefault is how long a Worker's hold on a replay lasts without a
 	// checkpoint; a killed Worker's replay is taken over after that long.
 	LeaseDefault = 30 * time.Second
@@ -40,8 +43,8 @@ const (
 	// take (a start on this instance wakes it at once).
 	PollIntervalDefault = 2 * time.Second
 	// BacklogWaitDefault is how long a Worker waits before it counts the
-	// backlog again.
-	BacklogWaitDefault = time.Second
+	// backlog again (one count of at most BacklogMax+1 jobs).
+	BacklogWaitDefault = 250 * time.Millisecond
 )
 
 // Jobs is what a Worker needs of the job lifecycle (*dispatch.Lifecycle).

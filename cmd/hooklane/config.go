@@ -119,7 +119,7 @@ type Config struct {
 	// instance (API.md §13). Default 2000.
 	ReplayRate int
 	// ReplayBacklog is the bound on a subscription's unfinished jobs above
-	// which its replay waits. Default 10000.
+	// which its replay waits. Default 1000.
 	ReplayBacklog int
 	// ReplayLease is how long an instance holds a replay between
 	// checkpoints: a replay whose instance died resumes elsewhere after
@@ -254,7 +254,7 @@ func settings(c *Config) []setting {
 		{"router-concurrency", "HOOKLANE_ROUTER_CONCURRENCY", "1024", "most deliveries in flight in this process", integer(&c.RouterConcurrency)},
 		{"encryption-key", "HOOKLANE_ENCRYPTION_KEY", "", "base64 of 32 bytes: secrets are stored encrypted with it (AES-256-GCM); prefer the variable to the flag, which shows in process lists", encryptionKey(&c.EncryptionKey)},
 		{"replay-rate", "HOOKLANE_REPLAY_RATE", "2000", "most jobs per second replays create on this instance", integer(&c.ReplayRate)},
-		{"replay-backlog", "HOOKLANE_REPLAY_BACKLOG", "10000", "a replay waits while its subscription has more unfinished jobs than this", integer(&c.ReplayBacklog)},
+		{"replay-backlog", "HOOKLANE_REPLAY_BACKLOG", "1000", "a replay waits while its subscription has more unfinished jobs than this", integer(&c.ReplayBacklog)},
 		{"replay-lease", "HOOKLANE_REPLAY_LEASE", "30s", "how long an instance holds a replay between checkpoints (a replay of a dead instance resumes after it)", dur(&c.ReplayLease)},
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +23,7 @@ import (
 // `hooklane serve`, SIGKILLs the process halfway through and restarts it on
 // the same store: the replay resumes from its checkpoint once its lease
 // (HOOKLANE_REPLAY_LEASE=2s) runs out, and every event ends with exactly one
-// job, delivered. Embedded store and MongoDB (the local stack's FerretDB, a
+// job, delivered, each message group (BLOCK_ON_ERROR) in event order. Embedded store and MongoDB (the local stack's FerretDB, a
 // database of its own).
 func TestReplayResumesAfterKill9(t *testing.T) {
 	t.Parallel()
@@ -57,21 +58,27 @@ func TestReplayResumesAfterKill9(t *testing.T) {
 }
 
 // jobReceiver records, per CloudEvents id, the webhook-ids (jobs) it
-// delivered and how often.
+// delivered and how often, and per message group the sequence numbers of
+// first deliveries in arrival order.
 type jobReceiver struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	jobs  map[string]map[string]int // CloudEvents id → webhook-id → deliveries
-	total int
+	srv    *httptest.Server
+	mu     sync.Mutex
+	jobs   map[string]map[string]int // CloudEvents id → webhook-id → deliveries
+	groups map[string][]int          // messagegroup → data.seq of first deliveries, as they arrived
+	total  int
 }
 
 func newJobReceiver(t *testing.T) *jobReceiver {
 	t.Helper()
-	r := &jobReceiver{jobs: map[string]map[string]int{}}
+	r := &jobReceiver{jobs: map[string]map[string]int{}, groups: map[string][]int{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		var ce struct {
-			ID string `json:"id"`
+			ID    string `json:"id"`
+			Group string `json:"messagegroup"`
+			Data  struct {
+				Seq int `json:"seq"`
+			} `json:"data"`
 		}
 		if err := json.Unmarshal(body, &ce); err != nil || ce.ID == "" {
 			w.WriteHeader(http.StatusBadRequest)
@@ -80,6 +87,7 @@ func newJobReceiver(t *testing.T) *jobReceiver {
 		r.mu.Lock()
 		if r.jobs[ce.ID] == nil {
 			r.jobs[ce.ID] = map[string]int{}
+			r.groups[ce.Group] = append(r.groups[ce.Group], ce.Data.Seq)
 		}
 		r.jobs[ce.ID][req.Header.Get("webhook-id")]++
 		r.total++
@@ -122,12 +130,15 @@ func testReplayKill9(t *testing.T, bin, name string, env map[string]string, n in
 		var items []string
 		for i := first; i < first+100; i++ {
 			region := []string{"eu", "us"}[i%2]
-			items = append(items, fmt.Sprintf(`{"specversion":"1.0","id":"ev-%d","source":"/replay","type":"replay.tested","region":%q,"data":{"seq":%d}}`, i, region, i))
+			items = append(items, fmt.Sprintf(`{"specversion":"1.0","id":"ev-%d","source":"/replay","type":"replay.tested","region":%q,"messagegroup":"g%d","data":{"seq":%d}}`,
+				i, region, (i/2)%10, i))
 		}
 		status, body := p.post(ctx, "/api/events", "application/cloudevents-batch+json", "["+strings.Join(items, ",")+"]")
 		require.Equal(t, http.StatusCreated, status, "%s", body)
 	}
-	status, body = p.post(ctx, "/api/subscriptions", "application/json", `{"code":"backfill","timeoutSeconds":5,
+	// BLOCK_ON_ERROR: within each of the 10 message groups, a job goes out
+	// only after the one before it completed, across the kill too.
+	status, body = p.post(ctx, "/api/subscriptions", "application/json", `{"code":"backfill","timeoutSeconds":5,"mode":"BLOCK_ON_ERROR",
 		"eventTypes":[{"eventTypeCode":"replay.tested"}],"filters":[{"field":"region","op":"eq","value":"eu"}],
 		"target":"`+recv.srv.URL+`"}`)
 	require.Equal(t, http.StatusCreated, status, "%s", body)
@@ -186,6 +197,11 @@ func testReplayKill9(t *testing.T, bin, name string, env map[string]string, n in
 		require.Zero(t, twoJobs, "an event got two jobs")
 		require.Zero(t, odd, "an event the filter excludes was delivered")
 		if delivered == n {
+			recv.mu.Lock()
+			for g, seqs := range recv.groups {
+				require.True(t, slices.IsSorted(seqs), "group %s delivered out of event order: %v", g, seqs)
+			}
+			recv.mu.Unlock()
 			t.Logf("replay of %d stored events: %d matched, %d delivered, each by one job; redeliveries of a job (at-least-once delivery across the kill) %d; created counter %d",
 				2*n, n, delivered, duplicates, done.Created)
 			break
