@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/hooklane/hooklane/pools"
+	"github.com/hooklane/hooklane/replay"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/subscription"
 )
@@ -25,6 +26,7 @@ func domainProblem(err error) (p *Problem, ok bool) {
 		conf  *subscription.Conflict
 		prej  *pools.Rejection
 		pconf *pools.Conflict
+		rrej  *replay.Rejection
 	)
 	switch {
 	case errors.As(err, &srej):
@@ -49,6 +51,12 @@ func domainProblem(err error) (p *Problem, ok bool) {
 		return unprocessable(prej.Detail, errs...), true
 	case errors.As(err, &pconf):
 		return conflict(pconf.Detail), true
+	case errors.As(err, &rrej):
+		errs := make([]FieldError, len(rrej.Errors))
+		for i, e := range rrej.Errors {
+			errs[i] = FieldError{Pointer: e.Pointer, Message: e.Message}
+		}
+		return unprocessable(rrej.Detail, errs...), true
 	}
 	return nil, false
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/hooklane/hooklane/pipelinetest"
 	"github.com/hooklane/hooklane/pull"
 	"github.com/hooklane/hooklane/queue/memqueue"
+	"github.com/hooklane/hooklane/replay"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/store/sqlitestore"
 	"github.com/hooklane/hooklane/subscription"
@@ -53,6 +55,8 @@ func newTestServer(t testing.TB, cfg func(*api.Config)) *testServer {
 		Pull:          pull.New(pull.Config{Store: st, Lifecycle: jobs}),
 		Limits:        ingest.Limits{MaxEventBytes: 256 << 10, MaxRequestBytes: 4 << 20, MaxBatch: 100},
 		Subscriptions: subs, Registry: registry, AllowPrivateTargets: true, IDs: ids, Version: "test",
+		// As serve wires it: every route of the engine has its service.
+		Replays: replay.NewService(replay.ServiceConfig{Store: st, Subscriptions: subGetter{st}, IDs: ids, Retention: 168 * time.Hour}),
 	}
 	if cfg != nil {
 		cfg(&c)

@@ -43,6 +43,7 @@ const (
 	ownerList                      // a collection narrowed by ?clientId=
 	ownerStream                    // the stream, narrowed by ?clients=
 	ownerCreate                    // a create whose body the handler checks against the scope
+	ownerReplay                    // :id is a replay (its subscription's client)
 )
 
 // scopedRouteKinds returns how a listed route ("METHOD path") is scoped;
@@ -77,6 +78,8 @@ func scopedRouteKinds(key string) (owner, bool) {
 	case "GET /api/stream",
 		"GET /api/stream/ws":
 		return ownerStream, true
+	case "GET /api/replays/:id":
+		return ownerReplay, true
 	}
 	return 0, false
 }
@@ -109,7 +112,7 @@ func (s *Server) guardScope(c *gin.Context, clientID string) bool {
 	}
 	var err error
 	switch kind {
-	case ownerSubscription, ownerJob, ownerEvent:
+	case ownerSubscription, ownerJob, ownerEvent, ownerReplay:
 		err = s.checkOwner(c, kind, clientID)
 	case ownerList:
 		err = narrowQuery(c, "clientId", clientID)
@@ -170,6 +173,15 @@ func (s *Server) checkOwner(c *gin.Context, kind owner, clientID string) error {
 		ev, gerr := s.cfg.Store.EventGetByID(ctx, id)
 		if err = gerr; err == nil {
 			owner = ev.Event.Ext(clientExtension)
+		}
+	case ownerReplay:
+		what = "replay"
+		if s.cfg.Replays == nil {
+			return nil
+		}
+		r, gerr := s.cfg.Replays.Get(ctx, id)
+		if err = gerr; err == nil && r.ClientID != nil {
+			owner = *r.ClientID
 		}
 	default:
 		return nil

@@ -76,6 +76,12 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 	}
 	require.Len(t, jobIDs, 3, "acme's event: acme's and the platform's job; the platform's event: one")
 	require.NotEmpty(t, acmeJob)
+	// A replay of acme's subscription and one of the platform's: the walk
+	// tries both at /api/replays/:id.
+	resp, acmeReplay := s.do(t, http.MethodPost, "/api/subscriptions/"+acmeSub["id"].(string)+"/replay", map[string]any{"since": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}, a...)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, "%v", acmeReplay)
+	resp, platReplay := s.do(t, http.MethodPost, "/api/subscriptions/"+platformSub["id"].(string)+"/replay", map[string]any{"since": time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}, a...)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, "%v", platReplay)
 	resp, at := s.do(t, http.MethodPost, "/api/clients/acme/tokens", map[string]any{"role": "admin"}, a...)
 	require.Equal(t, http.StatusCreated, resp.StatusCode)
 	resp, gt := s.do(t, http.MethodPost, "/api/clients/globex/tokens", map[string]any{"role": "admin"}, a...)
@@ -88,6 +94,7 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 			"/api/events/":         {acmeEv["id"].(string), platEv["id"].(string)},
 			"/api/clients/":        {"acme"},
 			"/api/dispatch-pools/": {pool["id"].(string)},
+			"/api/replays/":        {acmeReplay["id"].(string), platReplay["id"].(string)},
 		},
 		acmeSub: acmeSub["id"].(string), acmeToken: at["id"].(string), acmeSecret: acmeSub["secret"].(string),
 		acmeJob: acmeJob, globexToken: gt["token"].(string), globexAdmin: "k-globex-admin-0123",
@@ -206,6 +213,9 @@ func TestScopedKeysSeeNoOtherClient(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, status)
 	status, _ = f.fetch(t, http.MethodGet, "/api/subscriptions?clientId=acme", "k-globex-viewer-0123")
 	require.Equal(t, http.StatusForbidden, status)
+	// acme reads its own replay.
+	status, body = f.fetch(t, http.MethodGet, "/api/replays/"+f.ids["/api/replays/"][0], "k-acme-viewer-0123")
+	require.Equal(t, http.StatusOK, status, body)
 }
 
 // readWS reads the connection's messages for a while and returns them

@@ -22,6 +22,7 @@ import (
 	"github.com/hooklane/hooklane/metrics"
 	"github.com/hooklane/hooklane/pools"
 	"github.com/hooklane/hooklane/pull"
+	"github.com/hooklane/hooklane/replay"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
@@ -76,8 +77,11 @@ type Config struct {
 	// Jobs is the job lifecycle: every job move an operator asks for.
 	Jobs Jobs
 	// Pull serves pull workers (API.md §10).
-	Pull   *pull.Service
-	Limits ingest.Limits
+	Pull *pull.Service
+	// Replays starts and reads replays (API.md §13); without it the replay
+	// routes answer 500, as the other routes without their service.
+	Replays *replay.Service
+	Limits  ingest.Limits
 	// Subscriptions is the matching cache to invalidate on subscription
 	// writes and to read the index from.
 	Subscriptions *subscription.Cache
@@ -254,6 +258,9 @@ func (s *Server) routes() {
 	a.POST("/subscriptions/:id/rotate-secret", s.auth(), s.h(s.rotateSecret))
 	a.GET("/subscriptions/:id/secret", s.auth(RoleViewer), s.h(s.getSecret))
 	a.GET("/subscriptions/:id/health", s.auth(RoleViewer), s.h(s.getSubscriptionHealth))
+	a.POST("/subscriptions/:id/replay", s.auth(), s.h(s.startReplay))
+	a.GET("/subscriptions/:id/replays", s.auth(RoleViewer), s.h(s.listReplays))
+	a.GET("/replays/:id", s.auth(RoleViewer), s.h(s.getReplay))
 
 	a.POST("/dispatch-pools", s.auth(), s.h(s.createPool))
 	a.GET("/dispatch-pools", s.auth(RoleViewer), s.h(s.listPools))

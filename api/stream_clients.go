@@ -15,9 +15,9 @@ import (
 // their client, so it is looked up per message — in the connection's own
 // goroutine, never in the hub's fan-out — and remembered per connection:
 // event.accepted belongs to its event's client, dispatch.* to the client of
-// the job's subscription, subscription.* to the subscription's client.
-// Anything else (replay.*, whose subject is a replay) belongs to no client
-// and passes only an unfiltered stream. A scoped key's stream always has
+// the job's subscription, subscription.* to the subscription's client,
+// replay.* to the client of the replay's subscription. Anything else
+// belongs to no client and passes only an unfiltered stream. A scoped key's stream always has
 // the filter, set to its client (guardScope, and wsSession.subscribe).
 
 // ownerMemoMax bounds a connection's memo of message owners.
@@ -74,6 +74,8 @@ func (sc *streamClients) owner(ctx context.Context, e *stream.Event) (string, er
 		key = "j:" + e.Subject
 	case strings.HasPrefix(e.Type, "subscription."):
 		key = "s:" + e.Subject
+	case strings.HasPrefix(e.Type, "replay."):
+		key = "r:" + e.Subject
 	default:
 		return "", nil
 	}
@@ -128,6 +130,21 @@ func (sc *streamClients) lookup(ctx context.Context, kind, id string) (string, e
 			return "", err
 		}
 		return subOwner(j.SubscriptionID)
+	case "r":
+		if sc.s.cfg.Replays == nil {
+			return "", nil
+		}
+		r, err := sc.s.cfg.Replays.Get(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if r.ClientID == nil {
+			return "", nil
+		}
+		return *r.ClientID, nil
 	default:
 		return subOwner(id)
 	}

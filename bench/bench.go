@@ -24,6 +24,10 @@ const (
 	PhaseSaturation = "saturation"
 	PhaseFanOut     = "fanout"
 	PhaseMatching   = "matching"
+	// PhaseReplay backfills a subscription from ReplayEvents stored events
+	// under live load (bench/replay.go). Not part of a default run: it
+	// takes a minute or more; ask for it with Phases.
+	PhaseReplay = "replay"
 )
 
 // AllPhases returns the phases of a default run, in the order they run.
@@ -84,6 +88,14 @@ type Config struct {
 	Soak       time.Duration
 	SoakRate   float64
 	SoakSample time.Duration
+	// ReplayEvents is the stored history of the replay phase.
+	ReplayEvents int
+	// ReplayLiveRate and ReplayLiveDuration are the live load offered
+	// while the replay runs.
+	ReplayLiveRate     float64
+	ReplayLiveDuration time.Duration
+	// ReplayTimeout bounds the wait for the replay to complete.
+	ReplayTimeout time.Duration
 	// RoundTrips, when set, returns the gateway's round trips to its
 	// backends so far, by "backend:operation" (cumulative counts, safe for
 	// concurrent use); every phase then reports them per delivered event
@@ -116,6 +128,10 @@ func Defaults() Config {
 		MatchDuration:       2 * time.Second,
 		SoakRate:            1000,
 		SoakSample:          5 * time.Second,
+		ReplayEvents:        100_000,
+		ReplayLiveRate:      500,
+		ReplayLiveDuration:  10 * time.Second,
+		ReplayTimeout:       5 * time.Minute,
 	}
 }
 
@@ -130,6 +146,8 @@ func Short() Config {
 	c.Rates = []float64{200}
 	c.MatchSizes = []int{10, 100}
 	c.MatchDuration = 500 * time.Millisecond
+	c.ReplayEvents = 2000
+	c.ReplayLiveDuration = 2 * time.Second
 	return c
 }
 
@@ -150,6 +168,14 @@ func (c *Config) fill() error {
 	pos(&c.SaturationP99, d.SaturationP99)
 	pos(&c.MatchDuration, d.MatchDuration)
 	pos(&c.SoakSample, d.SoakSample)
+	pos(&c.ReplayLiveDuration, d.ReplayLiveDuration)
+	pos(&c.ReplayTimeout, d.ReplayTimeout)
+	if c.ReplayEvents <= 0 {
+		c.ReplayEvents = d.ReplayEvents
+	}
+	if c.ReplayLiveRate <= 0 {
+		c.ReplayLiveRate = d.ReplayLiveRate
+	}
 	if len(c.Phases) == 0 {
 		c.Phases = d.Phases
 	}
@@ -190,8 +216,8 @@ func (c *Config) fill() error {
 		c.NowFunc = time.Now
 	}
 	for _, p := range c.Phases {
-		if !slices.Contains(AllPhases(), p) {
-			return fmt.Errorf("check config: unknown phase %q (phases: %v)", p, AllPhases())
+		if !slices.Contains(AllPhases(), p) && p != PhaseReplay {
+			return fmt.Errorf("check config: unknown phase %q (phases: %v, %s)", p, AllPhases(), PhaseReplay)
 		}
 	}
 	for _, n := range c.Connections {
@@ -302,6 +328,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{PhaseSaturation, r.saturation},
 		{PhaseFanOut, r.fanOut},
 		{PhaseMatching, r.matching},
+		{PhaseReplay, r.replay},
 	}
 	for _, s := range steps {
 		if r.has(s.name) {

@@ -36,6 +36,7 @@ type Report struct {
 	// ClientMatching is the matching phase's client scale (bench/clients.go).
 	ClientMatching []ClientMatchResult `json:"clientMatching,omitempty"`
 	Soak           *SoakResult         `json:"soak,omitempty"`
+	Replay         *ReplayResult       `json:"replay,omitempty"`
 	// Notes say what the run left out (phases skipped for the time budget).
 	Notes []string `json:"notes,omitempty"`
 	// PeakRSSBytes is the benchmark process's peak resident set (gateway
@@ -435,6 +436,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			s.Load.P99Ms, s.FirstMiB, s.LastMiB, s.MaxMiB, s.SlopeMiBPerMin)
 		p("\n")
 	}
+	r.writeReplay(p)
 	r.writeRoundTrips(p)
 	p("peak RSS\t%.0f MiB\t\n", float64(r.PeakRSSBytes)/(1<<20))
 	if err := tw.Flush(); err != nil {
@@ -489,6 +491,7 @@ func (r *Report) Problems() []string {
 	if s := r.Soak; s != nil && (s.Load.Accepted == 0 || s.Load.Errors > 0 || !s.Load.AllDelivered) {
 		out = append(out, fmt.Sprintf("soak: %d of %d accepted, %d errors, %d delivered", s.Load.Accepted, s.Load.Scheduled, s.Load.Errors, s.Load.Delivered))
 	}
+	out = append(out, r.replayProblems()...)
 	return out
 }
 

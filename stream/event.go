@@ -80,6 +80,11 @@ type Data struct {
 	ConsecutiveFailures int `json:"consecutiveFailures,omitempty"`
 	// NextProbeAt is when an open circuit lets its probe through.
 	NextProbeAt *time.Time `json:"nextProbeAt,omitempty"`
+	// Scanned, Matched and Created are a replay's counters (replay.*
+	// events, API.md §13); nil on the other types.
+	Scanned *int64 `json:"scanned,omitempty"`
+	Matched *int64 `json:"matched,omitempty"`
+	Created *int64 `json:"created,omitempty"`
 }
 
 // MarshalJSON renders the data with timestamps in the gateway's format.

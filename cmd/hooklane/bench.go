@@ -39,7 +39,10 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sqliteSync := fs.String("sqlite-synchronous", "full", "embedded store durability of the in-process gateway: full (the gateway's default) or normal (the gateway's environment is not read: set it here)")
 	sqsRegion := fs.String("sqs-region", cmpOr(os.Getenv("HOOKLANE_SQS_REGION"), "us-east-1"), "AWS region of the queue")
 	budget := fs.Duration("budget", 0, "time budget of the whole run, soak excluded; phases that no longer fit are skipped (default 170s)")
-	phases := fs.String("phases", "", "phases to run, comma-separated: "+strings.Join(bench.AllPhases(), ",")+" (default all; the ceiling always runs)")
+	phases := fs.String("phases", "", "phases to run, comma-separated: "+strings.Join(bench.AllPhases(), ",")+" (default all; the ceiling always runs), or "+bench.PhaseReplay+" (not in a default run)")
+	replayEvents := fs.Int("replay-events", 0, "stored events the replay phase replays (default 100000, 2000 with --short)")
+	replayLive := fs.Float64("replay-live-rate", 0, "live events/s offered while the replay runs (default 500)")
+	replayRate := fs.Int("replay-rate", 0, "HOOKLANE_REPLAY_RATE of the in-process gateway (default: the gateway's, 2000)")
 	rates := fs.String("rates", "", "open-loop offered rates in events/s, comma-separated (default 500,1000,2000)")
 	satP99 := fs.Duration("saturation-p99", 0, "p99 end-to-end latency a sustained rate must stay under (default 100ms)")
 	fanOut := fs.Int("fanout", 0, "subscriptions of the fan-out phase (default 10)")
@@ -83,6 +86,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	override(&cfg.FanOut, *fanOut)
 	override(&cfg.Soak, *soak)
 	override(&cfg.SoakRate, *soakRate)
+	override(&cfg.ReplayEvents, *replayEvents)
+	override(&cfg.ReplayLiveRate, *replayLive)
 	if *phases != "" {
 		cfg.Phases = strings.Split(strings.ReplaceAll(*phases, " ", ""), ",")
 	}
@@ -128,6 +133,9 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			cfg.RoundTrips = rt.snapshot
 		default:
 			return fmt.Errorf("bench: unknown --mode %q (embedded or mongo-sqs)", *mode)
+		}
+		if *replayRate > 0 {
+			gw = append(gw, "--replay-rate", strconv.Itoa(*replayRate))
 		}
 		var tracingCfg TracingConfig
 		if *tracing {

@@ -125,6 +125,16 @@ type Config struct {
 	// AutoDisableAfter pauses a subscription whose every attempt failed for
 	// this long. Default 120h; 0 never does.
 	AutoDisableAfter time.Duration
+	// ReplayRate is the most jobs per second replays create on this
+	// instance (API.md §13). Default 2000.
+	ReplayRate int
+	// ReplayBacklog is the bound on a subscription's unfinished jobs above
+	// which its replay waits. Default 1000.
+	ReplayBacklog int
+	// ReplayLease is how long an instance holds a replay between
+	// checkpoints: a replay whose instance died resumes elsewhere after
+	// that long. Default 30s.
+	ReplayLease time.Duration
 
 	// keys are the parsed API keys of APIKeys and APIKeysFile, set by
 	// loadConfig; only their hashes are kept.
@@ -277,6 +287,9 @@ func settings(c *Config) []setting {
 		{"circuit-failures", "HOOKLANE_CIRCUIT_FAILURES", "10", "consecutive failed attempts that open a subscription's circuit (0: never)", orZero(&c.CircuitFailures)},
 		{"circuit-cooldown", "HOOKLANE_CIRCUIT_COOLDOWN", "30s", "first wait of an open circuit before its probe (doubles per failed probe, at most 10m)", dur(&c.CircuitCooldown)},
 		{"auto-disable-after", "HOOKLANE_AUTO_DISABLE_AFTER", "120h", "a subscription whose every attempt failed for this long is disabled (0: never)", durOrZero(&c.AutoDisableAfter)},
+		{"replay-rate", "HOOKLANE_REPLAY_RATE", "2000", "most jobs per second replays create on this instance", integer(&c.ReplayRate)},
+		{"replay-backlog", "HOOKLANE_REPLAY_BACKLOG", "1000", "a replay waits while its subscription has more unfinished jobs than this", integer(&c.ReplayBacklog)},
+		{"replay-lease", "HOOKLANE_REPLAY_LEASE", "30s", "how long an instance holds a replay between checkpoints (a replay of a dead instance resumes after it)", dur(&c.ReplayLease)},
 	}
 }
 

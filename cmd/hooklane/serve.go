@@ -27,6 +27,7 @@ import (
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/queue/memqueue"
 	"github.com/hooklane/hooklane/queue/sqsqueue"
+	"github.com/hooklane/hooklane/replay"
 	"github.com/hooklane/hooklane/router"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/secretbox"
@@ -42,6 +43,7 @@ import (
 // Store is every storage port: what the gateway runs on.
 type Store interface {
 	api.Store
+	replay.Store
 	// SecretSealAll checks the stored secrets against the store's key and
 	// seals those in plain text (prepareSecrets).
 	SecretSealAll(ctx context.Context) (secretbox.Census, error)
@@ -270,10 +272,29 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		}
 	}
 
+	// Replays run on the instances with the pollers role; one started here
+	// is taken at once when this instance runs them.
+	var replays *replay.Worker
+	replayCfg := replay.ServiceConfig{
+		Store: st, Subscriptions: subscriptionReader{st}, IDs: ids, Retention: cfg.EventRetention, Logger: logger,
+	}
+	if roles["pollers"] {
+		replays = replay.NewWorker(replay.WorkerConfig{
+			Store: st, Subscriptions: subscriptionReader{st}, Jobs: jobs, IDs: ids, Owner: workerID(),
+			Rate: float64(cfg.ReplayRate), BacklogMax: cfg.ReplayBacklog, Lease: cfg.ReplayLease, Logger: logger,
+			OnPageFunc: m.NewReplay().ObservePage,
+		})
+		replayCfg.WakeFunc = replays.Wake
+	}
+	replaySvc := replay.NewService(replayCfg)
+
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return subs.Run(ctx) })
 	g.Go(func() error { return recorder.Run(ctx) })
 	g.Go(func() error { return forwarder.Run(ctx) })
+	if replays != nil {
+		g.Go(func() error { return replays.Run(ctx) })
+	}
 	if roles["pollers"] {
 		pending := pollers.NewPending(pollers.PendingConfig{
 			Jobs: jobs, Interval: cfg.PendingPollInterval,
@@ -336,6 +357,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		})
 		srv := api.New(api.Config{ //nolint:contextcheck // handlers take their ctx from the request, not from here
 			Store: st, Queue: q, Ingest: svc, Jobs: jobs,
+			Replays:       replaySvc,
 			Pull:          pull.New(pull.Config{Store: pullClientGate(st), Lifecycle: jobs, Hub: hub, Lease: cfg.Lease, TracerProvider: tracer}),
 			Limits:        ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
 			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys, TrustedProxies: proxies,

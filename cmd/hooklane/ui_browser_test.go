@@ -192,6 +192,7 @@ func TestUIDashboardInChromium(t *testing.T) {
 	post("/api/event-types", `{"code":"ui.payment.captured","name":"Payment captured"}`)
 	post("/api/event-types", `{"code":"ui.invoice.paid","name":"Invoice paid"}`)
 	post("/api/event-types", `{"code":"ui.flaky.ping","name":"Ping"}`)
+	post("/api/event-types", `{"code":"ui.account.updated","name":"Account updated"}`)
 	post("/api/subscriptions", `{"code":"live-orders","name":"Order fulfilment","eventTypes":[{"eventTypeCode":"ui.live.order.*"}],
 		"target":"`+recv.srv.URL+`/hooks/live","mode":"NEXT_ON_ERROR"}`)
 	blockSub := post("/api/subscriptions", `{"code":"payments","name":"Payment ledger","eventTypes":[{"eventTypeCode":"ui.payment.captured"}],
@@ -208,6 +209,7 @@ func TestUIDashboardInChromium(t *testing.T) {
 		"HOOKLANE_UI_BLOCK_TYPE": "ui.payment.captured", "HOOKLANE_UI_BLOCK_SUB_ID": blockSub["id"].(string), "HOOKLANE_UI_BLOCK_PATH": "/hooks/payments",
 		"HOOKLANE_UI_RETRY_TYPE": "ui.invoice.paid", "HOOKLANE_UI_RETRY_PATH": "/hooks/invoices",
 		"HOOKLANE_UI_CIRCUIT_TYPE": "ui.flaky.ping", "HOOKLANE_UI_CIRCUIT_SUB_ID": flakySub["id"].(string), "HOOKLANE_UI_CIRCUIT_PATH": "/hooks/flaky",
+		"HOOKLANE_UI_REPLAY_TYPE": "ui.account.updated", "HOOKLANE_UI_REPLAY_PATH": "/hooks/replay",
 	}
 	scenario := func(t *testing.T, name string) {
 		t.Helper()
@@ -251,6 +253,10 @@ func TestUIDashboardInChromium(t *testing.T) {
 	t.Run("endpoint health: a circuit opens, shows, and is closed", func(t *testing.T) {
 		scenario(t, "circuit")
 		require.Equal(t, 10+1, recv.deliveries("/hooks/flaky"), "ten failed attempts open the circuit; nothing is sent while it is open; one delivery after it closed")
+	})
+	t.Run("replay backfills a late subscription", func(t *testing.T) {
+		scenario(t, "replay")
+		require.Equal(t, 6, recv.deliveries("/hooks/replay"), "each stored event delivered once, the repeated replay sent nothing")
 	})
 	t.Run("auth off: no key asked", func(t *testing.T) {
 		open := startGateway(t, nil)

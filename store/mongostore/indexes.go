@@ -39,6 +39,7 @@ func indexes() map[string][]mongo.IndexModel {
 			named("receivedAt", asc("receivedAt")),
 			named("type", asc("event.type", "_id")),
 			named("fannedOutAt_receivedAt", asc("fannedOutAt", "receivedAt")),
+			named("receivedAt_id", asc("receivedAt", "_id")), // replay's walk
 		},
 		collJobs: {
 			named("status_nextAttemptAt", asc("status", "nextAttemptAt")),
@@ -47,6 +48,11 @@ func indexes() map[string][]mongo.IndexModel {
 			named("subscriptionId_messageGroup_orderKey", asc("subscriptionId", "messageGroup", "orderKey")),
 			named("eventId", asc("eventId")),
 			named("createdAt", asc("createdAt")),
+			named("subscriptionId_status", asc("subscriptionId", "status")), // replay's backlog count
+		},
+		collReplays: {
+			named("subscriptionId_id", asc("subscriptionId", "_id")),
+			named("status_leaseExpiresAt", asc("status", "leaseExpiresAt")),
 		},
 		collSubscriptions: {
 			unique("clientId_code_unique", asc("clientId", "code")),

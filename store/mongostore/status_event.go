@@ -43,6 +43,9 @@ type statusDataDoc struct {
 	Reason              string     `bson:"reason,omitempty"`
 	ConsecutiveFailures int        `bson:"consecutiveFailures,omitempty"`
 	NextProbeAt         *time.Time `bson:"nextProbeAt,omitempty"`
+	Scanned             *int64     `bson:"scanned,omitempty"`
+	Matched             *int64     `bson:"matched,omitempty"`
+	Created             *int64     `bson:"created,omitempty"`
 }
 
 func toStatusEventDoc(e *stream.Event) statusEventDoc {
@@ -72,6 +75,9 @@ func toStatusEventDoc(e *stream.Event) statusEventDoc {
 			Reason:              d.Reason,
 			ConsecutiveFailures: d.ConsecutiveFailures,
 			NextProbeAt:         msPtr(d.NextProbeAt),
+			Scanned:             d.Scanned,
+			Matched:             d.Matched,
+			Created:             d.Created,
 		},
 	}
 }
@@ -103,6 +109,9 @@ func (d *statusEventDoc) asDomain() stream.Event {
 			Reason:              x.Reason,
 			ConsecutiveFailures: x.ConsecutiveFailures,
 			NextProbeAt:         utcPtr(x.NextProbeAt),
+			Scanned:             x.Scanned,
+			Matched:             x.Matched,
+			Created:             x.Created,
 		},
 	}
 }

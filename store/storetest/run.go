@@ -37,4 +37,5 @@ func Run(t *testing.T, newStore NewStoreFunc) {
 	t.Run("Circuit", func(t *testing.T) { t.Parallel(); testCircuit(t, newStore) })
 	t.Run("Health", func(t *testing.T) { t.Parallel(); testHealth(t, newStore) })
 	t.Run("Client", func(t *testing.T) { t.Parallel(); testClient(t, newStore) })
+	t.Run("Replay", func(t *testing.T) { t.Parallel(); testReplay(t, newStore) })
 }

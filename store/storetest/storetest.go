@@ -11,6 +11,7 @@ import (
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/health"
 	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/replay"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/secretbox"
 	"github.com/hooklane/hooklane/stream"
@@ -30,6 +31,7 @@ type Store interface {
 	schema.Store
 	stream.Store
 	client.Store
+	replay.Store
 	// SecretSealAll checks every stored secret against the store's
 	// secretbox.Box and seals those in plain text; see RunSealed.
 	SecretSealAll(ctx context.Context) (secretbox.Census, error)

@@ -4,6 +4,7 @@
 import { api, listAll } from '../api.js';
 import { h, fill, badge, fmtTime, fmtMs, fmtNum, ago, errorBox, toast, modal, placeErrors, clearErrors } from '../dom.js';
 import { authBody, tlsBody, MASK } from './endpoint.js';
+import { openReplay, replayCard } from './replay.js';
 
 export const needs = 'read';
 
@@ -210,6 +211,7 @@ function showSecret(secret, title) {
 
 function renderDetail(root, id, ctx) {
   let alive = true;
+  let replays = null;
   const head = h('header', { class: 'page-head' });
   const left = h('div', {});
   const right = h('div', {});
@@ -246,13 +248,17 @@ function renderDetail(root, id, ctx) {
         h('a', { class: 'btn', href: '#/lanes/' + sub.id }, 'Lanes'),
         h('a', { class: 'btn', href: '#/jobs?subscription=' + encodeURIComponent(sub.code) }, 'Jobs'),
         ctx.can('postEvents') ? h('button', { class: 'btn', id: 'send-test', onclick: () => sendTest(sub) }, 'Send test event') : null,
+        w ? h('button', { class: 'btn', id: 'replay', onclick: () => openReplay(sub, () => replays && replays.reload()) }, 'Replay') : null,
         w ? h('button', { class: 'btn', id: 'rotate-secret', onclick: () => rotate(sub) }, 'Rotate secret') : null,
         w ? (sub.status === 'PAUSED' ? h('button', { class: 'btn primary', id: 'resume', onclick: () => setStatus('resume') }, 'Resume') :
           h('button', { class: 'btn warn', id: 'pause', onclick: () => setStatus('pause') }, 'Pause')) : null));
     fill(left, renderForm(null, sub, ctx, () => load()));
     const secretBox = h('div', {});
+    if (replays) replays.stop();
+    replays = replayCard(sub);
     fill(right,
       sub.delivery === 'pull' ? null : healthCard(sub, () => alive),
+      replays.el,
       h('section', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', {}, 'Signing')),
         h('p', { class: 'small muted' }, 'Deliveries carry Standard Webhooks signatures (', h('code', {}, 'webhook-signature'), '). During a rotation the old secret signs alongside the new one for 24 h.'),
         w ? h('button', { class: 'btn sm', onclick: async () => {
@@ -266,7 +272,7 @@ function renderDetail(root, id, ctx) {
         h('dt', {}, 'Delivery'), h('dd', {}, sub.delivery || 'push'), h('dt', {}, 'Client'), h('dd', {}, sub.clientId || '—'))));
   };
   load();
-  return () => { alive = false; };
+  return () => { alive = false; if (replays) replays.stop(); };
 }
 
 /** circuitBadge is the pill of a circuit's state (API.md §12). */
