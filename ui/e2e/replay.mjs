@@ -17,7 +17,12 @@ scenario('replay', async (page) => {
   await signIn(page, admin, 'admin');
   await page.goto(env('HOOKLANE_UI_BASE') + '/ui/#/subscriptions/' + sub.id);
   await page.locator('#replay-card').waitFor();
-  check((await page.locator('#replays').textContent()).includes('No replay yet'), 'the card lists a replay before any started');
+  // The card loads its list after it is drawn: wait for the answer, then read it.
+  const first = await until(async () => {
+    const text = await page.locator('#replays').textContent();
+    return text.includes('Loading') ? '' : text;
+  }, 'the Replays card never finished loading');
+  check(first.includes('No replay yet'), 'the card lists a replay before any started');
 
   await page.click('#replay');
   const since = await page.inputValue('#replay-since');
