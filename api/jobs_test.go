@@ -47,7 +47,9 @@ func receiveIDs(t *testing.T, s *testServer) []string {
 	require.NoError(t, err)
 	ids := make([]string, len(msgs))
 	for i, m := range msgs {
-		ids[i] = string(m.Body)
+		c, err := dispatch.ReadMessage(m.Body)
+		require.NoError(t, err)
+		ids[i] = c.JobID
 		require.NoError(t, s.Queue.Delete(context.Background(), m.ReceiptHandle))
 	}
 	return ids

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/stream"
 )
@@ -90,36 +90,27 @@ func (e *Enqueuer) reset() {
 	e.openUntil = time.Time{}
 }
 
-// Message returns the queue message for a QUEUED job. The dedup id includes
-// the job's version, so a legitimate re-queue (a retry, a reset by a poller)
-// is never swallowed by the queue's deduplication, while a resend of the
-// same queuing is. A job with a TraceParent carries it as the message
-// attribute AttributeTraceParent, so the trace travels with the job through
-// the queue; without one the message has no attributes.
-func Message(j *Job) queue.OutMessage {
-	m := queue.OutMessage{
-		Group:   j.QueueGroup(),
-		DedupID: j.ID + "-" + strconv.FormatInt(j.Version, 10),
-		Body:    []byte(j.ID),
-	}
-	if j.TraceParent != "" {
-		m.Attributes = map[string]string{AttributeTraceParent: j.TraceParent}
-	}
-	return m
-}
-
 // AttributeTraceParent is the queue message attribute that carries a job's
 // TraceParent.
 const AttributeTraceParent = "traceparent"
 
 // Enqueue sends the jobs, which must be stored and QUEUED, in batches of
 // queue.MaxBatch, in the order given (group order must be preserved by the
-// caller's ordering). It returns the number of jobs it had to move back to
+// caller's ordering). Events are the jobs' events the caller has at hand:
+// a job's message carries its event when it is among them (see Message).
+// It returns the number of jobs it had to move back to
 // PENDING and, exactly when that number is not zero, an error that says
 // why: the queue's errors (or that the breaker skipped the queue, with the
 // failure that opened it), joined with any store error that kept a job
 // QUEUED. Callers log it; nothing is lost either way.
-func (e *Enqueuer) Enqueue(ctx context.Context, jobs []*Job) (int, error) {
+func (e *Enqueuer) Enqueue(ctx context.Context, jobs []*Job, events ...*eventlog.Event) (int, error) {
+	var byID map[string]*eventlog.Event
+	if len(events) > 0 {
+		byID = make(map[string]*eventlog.Event, len(events))
+		for _, ev := range events {
+			byID[ev.ID] = ev
+		}
+	}
 	var failed []*Job
 	var errs []error
 	skipped, entryErrs := false, 0
@@ -127,7 +118,7 @@ func (e *Enqueuer) Enqueue(ctx context.Context, jobs []*Job) (int, error) {
 		batch := jobs[start:min(start+queue.MaxBatch, len(jobs))]
 		msgs := make([]queue.OutMessage, len(batch))
 		for i, j := range batch {
-			msgs[i] = Message(j)
+			msgs[i] = Message(j, byID[j.EventID])
 		}
 		if open, cause := e.open(e.now()); open {
 			if !skipped {

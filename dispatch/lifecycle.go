@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/stream"
@@ -216,8 +217,10 @@ func (lc *Lifecycle) Get(ctx context.Context, id string) (*Job, error) {
 // keep each group's order). A job whose send fails goes back to PENDING,
 // due at once, for the pending poller. It returns how many jobs went back;
 // the error says why the queue refused them, or that even that move failed
-// (the stale-queued rescuer then finds the job).
-func (lc *Lifecycle) Send(ctx context.Context, jobs []*Job) (int, error) {
+// (the stale-queued rescuer then finds the job). Events, optional, are the
+// jobs' events when the caller has them: each job's message then carries
+// its event, which its delivery need not read (see Message).
+func (lc *Lifecycle) Send(ctx context.Context, jobs []*Job, events ...*eventlog.Event) (int, error) {
 	var push []*Job
 	for _, j := range jobs {
 		if j.Status == StatusQueued && j.Delivery != DeliveryPull {
@@ -227,7 +230,7 @@ func (lc *Lifecycle) Send(ctx context.Context, jobs []*Job) (int, error) {
 	if len(push) == 0 {
 		return 0, nil
 	}
-	return lc.enq.Enqueue(ctx, push)
+	return lc.enq.Enqueue(ctx, push, events...)
 }
 
 // Insert stores new jobs with their creation status events (see

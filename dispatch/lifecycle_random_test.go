@@ -482,9 +482,14 @@ func (a *actor) route(ctx context.Context) {
 		return
 	}
 	for _, m := range msgs {
-		a.routeOne(ctx, string(m.Body))
+		c, err := dispatch.ReadMessage(m.Body)
+		if err != nil {
+			a.fail("read message", string(m.Body), err)
+			continue
+		}
+		a.routeOne(ctx, c.JobID)
 		if err := a.w.q.Delete(ctx, m.ReceiptHandle); err != nil {
-			a.fail("delete message", string(m.Body), err)
+			a.fail("delete message", c.JobID, err)
 		}
 	}
 }
@@ -495,7 +500,7 @@ func (a *actor) routeOne(ctx context.Context, id string) {
 		return
 	}
 	held, err := a.in.lc.HoldForOrder(ctx, j)
-	if !a.ok("hold for order", id, err) || held {
+	if !a.ok("hold for order", id, err, dispatch.ErrKeepMessage) || held {
 		return
 	}
 	a.doClaim(ctx, j)
@@ -648,23 +653,26 @@ func (a *actor) readPush(ctx context.Context) *dispatch.Job {
 	return a.get(ctx, j.ID)
 }
 
+// A park refused while the job stayed unchanged (on FerretDB: another
+// writer held the job's write guard, its own write not yet visible) is
+// ErrKeepMessage: the router keeps the message and tries again later.
 func (a *actor) park(ctx context.Context) {
 	if j := a.readPush(ctx); j != nil {
 		until := a.in.now().Add(time.Duration(a.rnd.IntN(10)) * time.Second)
-		a.ok("park", j.ID, a.in.lc.Park(ctx, j, dispatch.ParkParams{Until: until, Reason: "random park"}))
+		a.ok("park", j.ID, a.in.lc.Park(ctx, j, dispatch.ParkParams{Until: until, Reason: "random park"}), dispatch.ErrKeepMessage)
 	}
 }
 
 func (a *actor) parkPaused(ctx context.Context) {
 	if j := a.readPush(ctx); j != nil {
-		a.ok("park paused", j.ID, a.in.lc.ParkPaused(ctx, j))
+		a.ok("park paused", j.ID, a.in.lc.ParkPaused(ctx, j), dispatch.ErrKeepMessage)
 	}
 }
 
 func (a *actor) holdForOrder(ctx context.Context) {
 	if j := a.readPush(ctx); j != nil && j.Status == dispatch.StatusQueued {
 		_, err := a.in.lc.HoldForOrder(ctx, j)
-		a.ok("hold for order", j.ID, err)
+		a.ok("hold for order", j.ID, err, dispatch.ErrKeepMessage)
 	}
 }
 

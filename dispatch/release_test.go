@@ -61,7 +61,7 @@ func (e *releaseEnv) received(t *testing.T) []string {
 			return ids
 		}
 		for _, m := range msgs {
-			ids = append(ids, string(m.Body))
+			ids = append(ids, messageJobID(t, m.Body))
 			require.NoError(t, e.q.Delete(context.Background(), m.ReceiptHandle))
 		}
 	}
@@ -94,7 +94,7 @@ func TestReleaseGroup(t *testing.T) {
 	msgs, err := e.q.Receive(ctx, queue.ReceiveParams{Max: queue.MaxBatch})
 	require.NoError(t, err)
 	require.Len(t, msgs, 1)
-	require.Equal(t, held.ID, string(msgs[0].Body))
+	require.Equal(t, held.ID, messageJobID(t, msgs[0].Body))
 	require.NoError(t, e.q.Delete(ctx, msgs[0].ReceiptHandle))
 	require.Equal(t, []string{next.ID}, e.received(t))
 

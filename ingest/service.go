@@ -39,8 +39,9 @@ type Jobs interface {
 	// Insert stores jobs with their creation status events and extra
 	// status events, idempotently.
 	Insert(ctx context.Context, jobs []*dispatch.Job, extra ...stream.Event) error
-	// Send puts stored QUEUED push jobs on the queue.
-	Send(ctx context.Context, jobs []*dispatch.Job) (int, error)
+	// Send puts stored QUEUED push jobs on the queue; events are their
+	// events, carried in the jobs' messages.
+	Send(ctx context.Context, jobs []*dispatch.Job, events ...*eventlog.Event) (int, error)
 	// CreationEvents returns the status events of a job's creation.
 	CreationEvents(j *dispatch.Job, now time.Time) []stream.Event
 }
@@ -212,8 +213,10 @@ func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 		return nil, fmt.Errorf("store events: %w", err)
 	}
 	var toQueue []*dispatch.Job
+	var queuedEvents []*eventlog.Event
 	for i, o := range outcomes {
 		if !o.Duplicate {
+			queuedEvents = append(queuedEvents, results[i].Event)
 			for _, j := range results[i].Jobs {
 				if j.Status == dispatch.StatusQueued && j.Delivery != dispatch.DeliveryPull {
 					toQueue = append(toQueue, j)
@@ -244,11 +247,14 @@ func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 		// A duplicate was validated like a new event: a DEPRECATED version
 		// it names still earns the Deprecation header.
 		results[i] = Result{Event: orig, Duplicate: true, Jobs: jobs, Deprecated: results[i].Deprecated}
-		toQueue = append(toQueue, unsentSuspects(jobs, now)...)
+		if suspects := unsentSuspects(jobs, now); len(suspects) > 0 {
+			toQueue = append(toQueue, suspects...)
+			queuedEvents = append(queuedEvents, orig)
+		}
 	}
 	if len(toQueue) > 0 {
 		qctx, span := s.startChild(ctx, "ingest.enqueue")
-		n, err := s.cfg.Jobs.Send(qctx, toQueue)
+		n, err := s.cfg.Jobs.Send(qctx, toQueue, queuedEvents...)
 		endChild(span, err)
 		if n > 0 {
 			s.cfg.Logger.WarnContext(ctx, "jobs left pending after queue send failure", "jobs", n, "error", err)
@@ -309,7 +315,7 @@ func (s *Service) FanOut(ctx context.Context, ev *eventlog.Event) (int, error) {
 		}
 	}
 	SortJobs(toQueue, nil)
-	if n, err := s.cfg.Jobs.Send(ctx, toQueue); n > 0 {
+	if n, err := s.cfg.Jobs.Send(ctx, toQueue, ev); n > 0 {
 		s.cfg.Logger.WarnContext(ctx, "jobs left pending after queue send failure", "event_id", ev.ID, "jobs", n, "error", err)
 	}
 	return len(jobs), nil

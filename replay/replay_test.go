@@ -329,7 +329,9 @@ func testReplay(t *testing.T, kind storeKind) {
 				break
 			}
 			for _, m := range msgs {
-				j, err := b.jobs.Get(b.ctx, string(m.Body))
+				c, err := dispatch.ReadMessage(m.Body)
+				require.NoError(t, err)
+				j, err := b.jobs.Get(b.ctx, c.JobID)
 				require.NoError(t, err)
 				byGroup[j.MessageGroup] = append(byGroup[j.MessageGroup], j.EventID)
 				require.NoError(t, b.q.Delete(b.ctx, m.ReceiptHandle))

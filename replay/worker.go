@@ -53,7 +53,7 @@ type Jobs interface {
 	// idempotently.
 	Insert(ctx context.Context, jobs []*dispatch.Job, extra ...stream.Event) error
 	// Send puts stored QUEUED push jobs on the queue, in the order given.
-	Send(ctx context.Context, jobs []*dispatch.Job) (int, error)
+	Send(ctx context.Context, jobs []*dispatch.Job, events ...*eventlog.Event) (int, error)
 }
 
 // WorkerConfig configures a Worker.
@@ -350,7 +350,7 @@ func (w *Worker) page(ctx context.Context, r *Replay, sub *subscription.Subscrip
 		}
 		created += len(chunk)
 		// Sent in event order: each group's jobs reach the queue in order.
-		if n, err := w.cfg.Jobs.Send(ctx, chunk); n > 0 {
+		if n, err := w.cfg.Jobs.Send(ctx, chunk, events...); n > 0 {
 			w.cfg.Logger.WarnContext(ctx, "replay jobs left pending after queue send failure", "replay_id", r.ID,
 				"jobs", n, "error", err)
 		}

@@ -50,8 +50,13 @@ func (c *eventCache) get(ctx context.Context, id string) (*eventlog.Event, error
 	if err != nil {
 		return nil, err
 	}
-	c.cache.Set(id, ev, int64(eventOverhead+len(ev.Event.Data)+len(ev.Event.DataBase64)))
+	c.put(ev)
 	return ev, nil
+}
+
+// put caches ev, an event as stored (one a job's message carried).
+func (c *eventCache) put(ev *eventlog.Event) {
+	c.cache.Set(ev.ID, ev, int64(eventOverhead+len(ev.Event.Data)+len(ev.Event.DataBase64)))
 }
 
 func (c *eventCache) close() { c.cache.Close() }

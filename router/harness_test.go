@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/pollers"
 	"github.com/hooklane/hooklane/queue/memqueue"
@@ -53,6 +55,25 @@ type gwOptions struct {
 	noRouter        bool
 	// poolBusyDelay is the router's PoolBusyDelay; 0 is 50 ms.
 	poolBusyDelay time.Duration
+	// reads, when set, counts the job and event reads of the lifecycle and
+	// the router (over the same store).
+	reads *readCounter
+}
+
+// readCounter wraps the store and counts point reads of jobs and events.
+type readCounter struct {
+	*sqlitestore.Store
+	jobs, events atomic.Int64
+}
+
+func (c *readCounter) JobGetByID(ctx context.Context, id string) (*dispatch.Job, error) {
+	c.jobs.Add(1)
+	return c.Store.JobGetByID(ctx, id)
+}
+
+func (c *readCounter) EventGetByID(ctx context.Context, id string) (*eventlog.Event, error) {
+	c.events.Add(1)
+	return c.Store.EventGetByID(ctx, id)
 }
 
 func newGW(t *testing.T, o gwOptions) *gw {
@@ -73,13 +94,21 @@ func newGW(t *testing.T, o gwOptions) *gw {
 	}
 	require.NoError(t, st.PoolInsert(ctx, def))
 	subs := subscription.NewCache(subscription.CacheConfig{Store: st, RefreshInterval: 50 * time.Millisecond})
-	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: st, Queue: q, NewID: ids.New, BlockedRecheck: o.blockedRecheck, Logger: logger})
+	var lst interface {
+		dispatch.LifecycleStore
+		router.Store
+	} = st
+	if o.reads != nil {
+		o.reads.Store = st
+		lst = o.reads
+	}
+	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: lst, Queue: q, NewID: ids.New, BlockedRecheck: o.blockedRecheck, Logger: logger})
 	g := &gw{t: t, st: st, q: q, ids: ids, jobs: jobs, pools: router.NewPools(st), def: def}
 	// The receivers are httptest servers on 127.0.0.1: the SSRF guard is
 	// tested on its own (ssrf_test.go).
 	med := webhook.New(webhook.Config{AllowPrivateTargets: true, UserAgent: "hooklane/test"})
 	g.rt = router.New(router.Config{
-		Queue: q, Store: st, Subscriptions: subs, Lifecycle: jobs, Pools: g.pools, Transport: med, WorkerID: "test:1",
+		Queue: q, Store: lst, Subscriptions: subs, Lifecycle: jobs, Pools: g.pools, Transport: med, WorkerID: "test:1",
 		MaxInFlight: o.maxInFlight, ReceiveWait: 200 * time.Millisecond,
 		PoolBusyDelay: cmpDur(o.poolBusyDelay, 50*time.Millisecond), Logger: logger,
 	})

@@ -344,6 +344,9 @@ const (
 	// its receive count: a write of its job was refused with the job
 	// unchanged (dispatch.ErrKeepMessage; see retryDelay).
 	retryLater
+	// reread processes the message again from the stored job: its
+	// snapshot was no longer current (the claim met a newer version).
+	reread
 )
 
 // handle processes one message: claim the job, deliver it, record the
@@ -351,10 +354,24 @@ const (
 // It reports whether the message was handled for good: deleted, or its
 // job's state made the message unneeded.
 func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) bool {
-	jobID := string(m.Body)
-	log := r.cfg.Logger.With("job_id", jobID)
+	content, err := dispatch.ReadMessage(m.Body)
+	if err != nil {
+		// No version writes such a body: nothing can be done with it, and
+		// a job it may have named is found by the stale-queued rescuer.
+		r.cfg.Logger.WarnContext(ctx, "unreadable queue message dropped", "message_id", m.ID, "error", err)
+		if err := r.cfg.Queue.Delete(ctx, m.ReceiptHandle); err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
+			r.cfg.Logger.WarnContext(ctx, "queue delete failed", "error", err)
+		}
+		return true
+	}
+	log := r.cfg.Logger.With("job_id", content.JobID)
 	busyWait := r.cfg.PoolBusyDelay
-	disp, err := r.process(r.messageTraceContext(ctx, &m), runCtx, jobID, &busyWait)
+	tctx := r.messageTraceContext(ctx, &m)
+	disp, err := r.process(tctx, runCtx, content, &busyWait)
+	if disp == reread && err == nil {
+		content.Job = nil
+		disp, err = r.process(tctx, runCtx, content, &busyWait)
+	}
 	if errors.Is(err, dispatch.ErrKeepMessage) {
 		disp, err = retryLater, nil
 	}
@@ -386,14 +403,20 @@ func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) bool {
 	return false
 }
 
-// process runs one job and says what to do with its message.
-func (r *Router) process(ctx, runCtx context.Context, jobID string, busyWait *time.Duration) (disposition, error) {
-	job, err := r.cfg.Store.JobGetByID(ctx, jobID)
-	if errors.Is(err, store.ErrNotFound) {
-		return drop, nil
-	}
-	if err != nil {
-		return leave, fmt.Errorf("get job: %w", err)
+// process runs one job and says what to do with its message. The job is
+// the message's snapshot when it carries one (the store is then not read
+// before the claim), else read from the store.
+func (r *Router) process(ctx, runCtx context.Context, msg dispatch.MessageContent, busyWait *time.Duration) (disposition, error) {
+	job, snapshot := msg.Job, msg.Job != nil
+	if !snapshot {
+		var err error
+		job, err = r.cfg.Store.JobGetByID(ctx, msg.JobID)
+		if errors.Is(err, store.ErrNotFound) {
+			return drop, nil
+		}
+		if err != nil {
+			return leave, fmt.Errorf("get job: %w", err)
+		}
 	}
 	if job.Status != dispatch.StatusQueued || job.Delivery == dispatch.DeliveryPull {
 		return drop, nil // handled already, cancelled, or not ours to push
@@ -403,7 +426,7 @@ func (r *Router) process(ctx, runCtx context.Context, jobID string, busyWait *ti
 	}
 	d := &Delivery{Job: job}
 	if job.Kind == dispatch.KindEvent {
-		proceed, err := r.prepareEventJob(ctx, d)
+		proceed, err := r.prepareEventJob(ctx, d, msg.Event)
 		if err != nil || !proceed {
 			return dropIf(err == nil), err
 		}
@@ -440,6 +463,9 @@ func (r *Router) process(ctx, runCtx context.Context, jobID string, busyWait *ti
 			return drop, nil // discarded
 		}
 		if errors.Is(err, store.ErrConflict) {
+			if snapshot {
+				return reread, nil // the snapshot was not current: read the job
+			}
 			if r.cfg.Lifecycle.Unmoved(ctx, job) {
 				return retryLater, nil // the store refused the claim, the job as read: keep the message
 			}
@@ -491,10 +517,11 @@ func dropIf(ok bool) disposition {
 	return leave
 }
 
-// prepareEventJob loads what an EVENT job's delivery needs. proceed is false
-// when the job must not be delivered now (its subscription is paused or
-// gone, or its event no longer stored); the job was then moved accordingly.
-func (r *Router) prepareEventJob(ctx context.Context, d *Delivery) (proceed bool, err error) {
+// prepareEventJob loads what an EVENT job's delivery needs; ev is its event
+// when its message carried it. proceed is false when the job must not be
+// delivered now (its subscription is paused or gone, or its event no longer
+// stored); the job was then moved accordingly.
+func (r *Router) prepareEventJob(ctx context.Context, d *Delivery, ev *eventlog.Event) (proceed bool, err error) {
 	job := d.Job
 	sub, err := r.cfg.Subscriptions.Get(ctx, job.SubscriptionID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -518,7 +545,11 @@ func (r *Router) prepareEventJob(ctx context.Context, d *Delivery) (proceed bool
 			return false, r.cfg.Lifecycle.ParkPaused(ctx, job)
 		}
 	}
-	ev, err := r.events.get(ctx, job.EventID)
+	if ev != nil {
+		r.events.put(ev) // for the event's other jobs and retries
+	} else {
+		ev, err = r.events.get(ctx, job.EventID)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		// Cleanup keeps the events of unfinished jobs, so this is an
 		// operator's retry of a finished job whose event has since passed

@@ -306,7 +306,7 @@ func TestTracingOffChangesNothing(t *testing.T) {
 	job := g.post(t, map[string]string{"traceparent": tp, "tracestate": eventTraceState},
 		http.Header{"Traceparent": {"00-" + producerTraceID + "-" + headerParent + "-01"}})
 	require.Empty(t, job.TraceParent)
-	require.Nil(t, dispatch.Message(job).Attributes)
+	require.Nil(t, dispatch.Message(job, nil).Attributes)
 	for _, h := range g.headers() {
 		require.Equal(t, tp, h.Get("traceparent"))
 		require.Equal(t, eventTraceState, h.Get("tracestate"))

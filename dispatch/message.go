@@ -1,0 +1,171 @@
+package dispatch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hooklane/hooklane/eventlog"
+	"github.com/hooklane/hooklane/queue"
+)
+
+// A job's queue message carries, besides the job's id, a snapshot of what
+// its delivery needs: the job as stored when it was sent (with its
+// version) and, when the sender had it at hand and it is small, its event.
+// A router then delivers without reading the job or the event: the claim
+// is a version-checked write against the stored job, so a snapshot that is
+// no longer current costs one conflict and a read, never a wrong delivery;
+// and an event never changes once stored.
+//
+// Only EVENT jobs without credentials of their own are snapshotted: a TASK
+// job's secret and endpoint credentials never travel through the queue
+// (its message is the id alone, as are the messages of earlier versions,
+// which are still read).
+
+// Bounds of a message: an SQS batch of queue.MaxBatch messages stays under
+// its 256 KiB, whatever the sizes.
+const (
+	// snapshotEventMaxBytes is the largest event data sent with its job.
+	snapshotEventMaxBytes = 16 << 10
+	// snapshotMaxBytes is the largest message body with a snapshot; past
+	// it the event is left out, then the job.
+	snapshotMaxBytes = 24 << 10
+)
+
+// snapshotJob is a job's stored fields with its version, without the API's
+// rendering (Job.MarshalJSON).
+type snapshotJob struct {
+	*plainJob
+	Version int64 `json:"version"`
+}
+
+// plainJob is Job without its methods.
+type plainJob Job
+
+// snapshotEvent is a stored event's own fields as a message carries
+// them; the CloudEvent itself travels beside it, byte for byte (see
+// messageBody).
+type snapshotEvent struct {
+	ID            string    `json:"id"`
+	ReceivedAt    time.Time `json:"receivedAt"`
+	DedupKey      string    `json:"dedupKey,omitempty"`
+	SchemaVersion string    `json:"schemaVersion,omitempty"`
+}
+
+// messageBody is the JSON body of a message with a snapshot. CE is the
+// event's CloudEvent as stored (its MarshalJSON): it is appended to the
+// body as it is, never re-encoded, because encoding/json compacts and
+// HTML-escapes what a Marshaler returns, and the delivered body must be
+// the stored bytes.
+type messageBody struct {
+	ID    string          `json:"id"`
+	Job   *snapshotJob    `json:"job,omitempty"`
+	Event *snapshotEvent  `json:"event,omitempty"`
+	CE    json.RawMessage `json:"ce,omitempty"`
+}
+
+// snapshottable reports whether j may travel in its message: an EVENT job
+// pushed by the gateway, with no credentials of its own.
+func snapshottable(j *Job) bool {
+	return j.Kind == KindEvent && j.Delivery != DeliveryPull && j.Secret == "" && j.Auth == nil && j.TLS == nil
+}
+
+// Message returns the queue message for a QUEUED job, ev being its event
+// when the caller has it (nil otherwise). The dedup id includes the job's
+// version, so a legitimate re-queue (a retry, a reset by a poller) is never
+// swallowed by the queue's deduplication, while a resend of the same
+// queuing is. A job with a TraceParent carries it as the message attribute
+// AttributeTraceParent, so the trace travels with the job through the
+// queue; without one the message has no attributes.
+func Message(j *Job, ev *eventlog.Event) queue.OutMessage {
+	m := queue.OutMessage{
+		Group:   j.QueueGroup(),
+		DedupID: j.ID + "-" + strconv.FormatInt(j.Version, 10),
+		Body:    messageBodyOf(j, ev),
+	}
+	if j.TraceParent != "" {
+		m.Attributes = map[string]string{AttributeTraceParent: j.TraceParent}
+	}
+	return m
+}
+
+// messageBodyOf encodes j's message body: a snapshot when j may carry one
+// and it fits, else the id alone.
+func messageBodyOf(j *Job, ev *eventlog.Event) []byte {
+	if !snapshottable(j) {
+		return []byte(j.ID)
+	}
+	b, err := json.Marshal(messageBody{ID: j.ID, Job: &snapshotJob{plainJob: (*plainJob)(j), Version: j.Version}})
+	if err != nil || len(b) > snapshotMaxBytes {
+		return []byte(j.ID)
+	}
+	if ev == nil || ev.ID != j.EventID || len(ev.Event.Data)+len(ev.Event.DataBase64) > snapshotEventMaxBytes {
+		return b
+	}
+	meta, err := json.Marshal(snapshotEvent{ID: ev.ID, ReceivedAt: ev.ReceivedAt, DedupKey: ev.DedupKey, SchemaVersion: ev.SchemaVersion})
+	if err != nil {
+		return b
+	}
+	ce, err := ev.Event.MarshalJSON()
+	if err != nil || len(b)+len(meta)+len(ce)+16 > snapshotMaxBytes {
+		return b // too big with the event: the job alone
+	}
+	// b ends with the job's closing brace and the envelope's: add the
+	// event's fields before the last.
+	out := make([]byte, 0, len(b)+len(meta)+len(ce)+16)
+	out = append(out, b[:len(b)-1]...)
+	out = append(out, `,"event":`...)
+	out = append(out, meta...)
+	out = append(out, `,"ce":`...)
+	out = append(out, ce...)
+	return append(out, '}')
+}
+
+// MessageContent is what a job's message says: the job's id, and the
+// snapshot it carries (nil when it has none).
+type MessageContent struct {
+	JobID string
+	// Job is the job as stored when the message was sent, Version
+	// included; nil when the message carries the id alone.
+	Job *Job
+	// Event is the job's event; nil when the message does not carry it.
+	Event *eventlog.Event
+}
+
+// ErrBadMessage is returned by ReadMessage for a body no version of the
+// gateway writes.
+var ErrBadMessage = errors.New("queue message body is not a job message")
+
+// ReadMessage decodes a job's message body, as written by Message now or
+// by earlier versions (the id alone).
+func ReadMessage(body []byte) (MessageContent, error) {
+	if len(body) == 0 || body[0] != '{' {
+		if len(body) == 0 || len(body) > 256 || bytes.ContainsAny(body, " \"\n") {
+			return MessageContent{}, ErrBadMessage
+		}
+		return MessageContent{JobID: string(body)}, nil
+	}
+	// encoding/json cannot allocate an embedded pointer to an unexported
+	// type: the job is allocated here.
+	m := messageBody{Job: &snapshotJob{plainJob: &plainJob{}}}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return MessageContent{}, fmt.Errorf("%w: %w", ErrBadMessage, err)
+	}
+	if m.ID == "" || m.Job == nil || m.Job.plainJob == nil || m.Job.ID != m.ID {
+		return MessageContent{}, ErrBadMessage
+	}
+	j := (*Job)(m.Job.plainJob)
+	j.Version = m.Job.Version
+	out := MessageContent{JobID: m.ID, Job: j}
+	if e := m.Event; e != nil && e.ID == j.EventID && len(m.CE) > 0 {
+		ev := &eventlog.Event{ID: e.ID, ReceivedAt: e.ReceivedAt, DedupKey: e.DedupKey, SchemaVersion: e.SchemaVersion}
+		if err := ev.Event.UnmarshalJSON(m.CE); err != nil {
+			return MessageContent{}, fmt.Errorf("%w: event: %w", ErrBadMessage, err)
+		}
+		out.Event = ev
+	}
+	return out, nil
+}
