@@ -97,7 +97,7 @@ func (s *Store) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([
 	if _, err := insertIgnoringDuplicates(ctx, s.jobs, jobs); err != nil {
 		return nil, fmt.Errorf("ingest events: insert jobs: %w", err)
 	}
-	if _, err := insertIgnoringDuplicates(ctx, s.statusEvents, statusEvents); err != nil {
+	if err := s.statusInserts.Insert(ctx, statusEvents); err != nil {
 		return nil, fmt.Errorf("ingest events: insert status events: %w", err)
 	}
 	now := ms(s.nowFunc())

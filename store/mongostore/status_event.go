@@ -153,13 +153,15 @@ func (s *Store) StatusEventInsertMany(ctx context.Context, events []stream.Event
 	return nil
 }
 
+// insertStatusEvents stores status events, an id already stored skipped,
+// in one insert shared with the concurrent writes of other callers (a
+// group commit: under load one command carries many deliveries' events).
 func (s *Store) insertStatusEvents(ctx context.Context, events []stream.Event) error {
 	docs := make([]any, len(events))
 	for i := range events {
 		docs[i] = toStatusEventDoc(&events[i])
 	}
-	_, err := insertIgnoringDuplicates(ctx, s.statusEvents, docs)
-	return err
+	return s.statusInserts.Insert(ctx, docs)
 }
 
 // StatusEventListAfter returns up to p.Limit events in ascending id, with id

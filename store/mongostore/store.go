@@ -112,6 +112,10 @@ type Store struct {
 	circuits      *mongo.Collection
 	healthMinutes *mongo.Collection
 	healthLast    *mongo.Collection
+
+	// statusInserts shares the status event inserts of concurrent writes
+	// (see groupInserter).
+	statusInserts groupInserter
 }
 
 // Open connects to the server at cfg.URI, checks that it answers and creates
@@ -160,6 +164,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if s.nowFunc == nil {
 		s.nowFunc = time.Now
+	}
+	s.statusInserts.insert = func(ctx context.Context, docs []any) error {
+		_, err := insertIgnoringDuplicates(ctx, s.statusEvents, docs)
+		return err
 	}
 	if err := s.prepare(ctx); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))

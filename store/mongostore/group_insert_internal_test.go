@@ -1,0 +1,107 @@
+package mongostore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	testWait = 5 * time.Second
+	testTick = time.Millisecond
+)
+
+// TestGroupInserterSharesInserts: concurrent callers' documents are all
+// inserted, each exactly once, in fewer commands than callers while an
+// insert is running; a lone caller inserts at once.
+func TestGroupInserterSharesInserts(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	var mu sync.Mutex
+	seen := map[int]int{}
+	release := make(chan struct{})
+	first := make(chan struct{})
+	var once sync.Once
+	g := &groupInserter{insert: func(_ context.Context, docs []any) error {
+		if calls.Add(1) == 1 {
+			once.Do(func() { close(first) })
+			<-release // hold the first insert while the others arrive
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, d := range docs {
+			seen[d.(int)]++
+		}
+		return nil
+	}}
+	ctx := context.Background()
+	const callers = 50
+	var wg sync.WaitGroup
+	wg.Go(func() { require.NoError(t, g.Insert(ctx, []any{0})) })
+	<-first
+	for i := 1; i < callers; i++ {
+		wg.Go(func() { require.NoError(t, g.Insert(ctx, []any{i})) })
+	}
+	// Wait until every caller is queued behind the running insert.
+	require.Eventually(t, func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.pending) == callers-1
+	}, testWait, testTick)
+	close(release)
+	wg.Wait()
+	require.Len(t, seen, callers)
+	for i := range callers {
+		require.Equal(t, 1, seen[i], "document %d", i)
+	}
+	require.EqualValues(t, 2, calls.Load(), "the 49 waiting callers shared one insert")
+
+	require.NoError(t, g.Insert(ctx, []any{callers}))
+	require.EqualValues(t, 3, calls.Load(), "a lone caller inserts at once")
+	require.False(t, g.running)
+}
+
+// TestGroupInserterReportsTheSharedOutcome: every caller of a failed
+// insert gets its error; a leader whose caller gives up still finishes
+// its insert, and the next insert carries the others' documents.
+func TestGroupInserterReportsTheSharedOutcome(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	release := make(chan struct{})
+	started := make(chan struct{}, 2)
+	var calls atomic.Int64
+	g := &groupInserter{insert: func(ctx context.Context, docs []any) error {
+		n := calls.Add(1)
+		started <- struct{}{}
+		<-release
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if n == 2 {
+			return boom
+		}
+		return nil
+	}}
+	leaderCtx, cancelLeader := context.WithCancel(context.Background())
+	errs := make(chan error, 3)
+	go func() { errs <- g.Insert(leaderCtx, []any{1}) }()
+	<-started
+	go func() { errs <- g.Insert(context.Background(), []any{2}) }()
+	go func() { errs <- g.Insert(context.Background(), []any{3}) }()
+	require.Eventually(t, func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.pending) == 2
+	}, testWait, testTick)
+	cancelLeader()
+	close(release)
+	require.NoError(t, <-errs, "the leader's insert was not cancelled with its caller")
+	require.ErrorIs(t, <-errs, boom)
+	require.ErrorIs(t, <-errs, boom)
+	require.EqualValues(t, 2, calls.Load())
+}
