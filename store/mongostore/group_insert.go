@@ -62,7 +62,7 @@ func (g *groupInserter) Insert(ctx context.Context, docs []any) error {
 	case err := <-req.done:
 		return err
 	case <-ctx.Done():
-		return ctx.Err() //nolint:wrapcheck // the caller's own cancellation
+		return ctx.Err()
 	}
 }
 

@@ -75,7 +75,7 @@ func TestGroupInserterReportsTheSharedOutcome(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 2)
 	var calls atomic.Int64
-	g := &groupInserter{insert: func(ctx context.Context, docs []any) error {
+	g := &groupInserter{insert: func(ctx context.Context, _ []any) error {
 		n := calls.Add(1)
 		started <- struct{}{}
 		<-release
