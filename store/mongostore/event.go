@@ -35,7 +35,10 @@ func validExtName(name string) bool {
 // the jobs of the new events (a job id already stored is skipped, so a
 // repeated call is harmless), their status events (likewise), and last the
 // events' fannedOutAt. A failure in between leaves events that
-// EventListNotFannedOut returns to the recovery poller.
+// EventListNotFannedOut returns to the recovery poller. The last three
+// writes are shared with concurrent calls (group commits): under load one
+// command carries the jobs, status events or markers of many requests,
+// each caller going on only once the command carrying its own is done.
 func (s *Store) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([]ingest.EventIngestResult, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -76,7 +79,7 @@ func (s *Store) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([
 
 	var jobs []any
 	var statusEvents []any
-	var fresh []string
+	var fresh []any
 	for i, it := range p.Items {
 		if results[i].Duplicate {
 			continue
@@ -94,16 +97,16 @@ func (s *Store) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([
 			statusEvents = append(statusEvents, toStatusEventDoc(&it.StatusEvents[k]))
 		}
 	}
-	if _, err := insertIgnoringDuplicates(ctx, s.jobs, jobs); err != nil {
+	if err := s.jobInserts.Insert(ctx, jobs); err != nil {
 		return nil, fmt.Errorf("ingest events: insert jobs: %w", err)
 	}
 	if err := s.statusInserts.Insert(ctx, statusEvents); err != nil {
 		return nil, fmt.Errorf("ingest events: insert status events: %w", err)
 	}
-	now := ms(s.nowFunc())
-	if err := s.markFannedOut(ctx, fresh, now); err != nil {
+	if err := s.fanOutMarks.Insert(ctx, fresh); err != nil {
 		return nil, fmt.Errorf("ingest events: %w", err)
 	}
+	now := ms(s.nowFunc())
 	for i, it := range p.Items {
 		if !results[i].Duplicate {
 			at := now
@@ -235,13 +238,19 @@ func (s *Store) EventMarkFannedOut(ctx context.Context, ids []string, at time.Ti
 	if err := s.check(); err != nil {
 		return err
 	}
-	if err := s.markFannedOut(ctx, ids, ms(at)); err != nil {
+	marks := make([]any, len(ids))
+	for i, id := range ids {
+		marks[i] = id
+	}
+	if err := s.markFannedOut(ctx, marks, ms(at)); err != nil {
 		return fmt.Errorf("mark events fanned out: %w", err)
 	}
 	return nil
 }
 
-func (s *Store) markFannedOut(ctx context.Context, ids []string, at time.Time) error {
+// markFannedOut sets the fannedOutAt of the events with the given ids
+// (strings) to at.
+func (s *Store) markFannedOut(ctx context.Context, ids []any, at time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -251,7 +260,7 @@ func (s *Store) markFannedOut(ctx context.Context, ids []string, at time.Time) e
 		for _, id := range ids {
 			if _, err := s.events.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
 				bson.D{{Key: "$set", Value: bson.D{{Key: "fannedOutAt", Value: at}}}}); err != nil {
-				return fmt.Errorf("set fannedOutAt of %s: %w", id, translate(ctx, err))
+				return fmt.Errorf("set fannedOutAt of %v: %w", id, translate(ctx, err))
 			}
 		}
 		return nil

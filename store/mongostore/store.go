@@ -116,6 +116,13 @@ type Store struct {
 	// statusInserts shares the status event inserts of concurrent writes
 	// (see groupInserter).
 	statusInserts groupInserter
+	// jobInserts shares the job inserts of concurrent ingests; an id
+	// already stored is skipped.
+	jobInserts groupInserter
+	// fanOutMarks shares the fannedOutAt updates of concurrent ingests:
+	// its documents are event ids (strings), marked at the shared update's
+	// time (callers rely on the marker's presence, not its value).
+	fanOutMarks groupInserter
 }
 
 // Open connects to the server at cfg.URI, checks that it answers and creates
@@ -168,6 +175,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.statusInserts.insert = func(ctx context.Context, docs []any) error {
 		_, err := insertIgnoringDuplicates(ctx, s.statusEvents, docs)
 		return err
+	}
+	s.jobInserts.insert = func(ctx context.Context, docs []any) error {
+		_, err := insertIgnoringDuplicates(ctx, s.jobs, docs)
+		return err
+	}
+	s.fanOutMarks.insert = func(ctx context.Context, ids []any) error {
+		return s.markFannedOut(ctx, ids, ms(s.nowFunc()))
 	}
 	if err := s.prepare(ctx); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))

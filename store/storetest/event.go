@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -156,6 +157,7 @@ func testEvent(t *testing.T, newStore NewStoreFunc) {
 	t.Run("List", func(t *testing.T) { t.Parallel(); testEventList(t, newStore) })
 	t.Run("ListPagination", func(t *testing.T) { t.Parallel(); testEventListPagination(t, newStore) })
 	t.Run("FanOut", func(t *testing.T) { t.Parallel(); testEventFanOut(t, newStore) })
+	t.Run("ConcurrentIngests", func(t *testing.T) { t.Parallel(); testEventConcurrentIngests(t, newStore) })
 	t.Run("DeleteBefore", func(t *testing.T) { t.Parallel(); testEventDeleteBefore(t, newStore) })
 }
 
@@ -334,4 +336,74 @@ func testEventDeleteBefore(t *testing.T, newStore NewStoreFunc) {
 	page, err := b.store.EventList(b.ctx, &eventlog.ListParams{Limit: 10})
 	require.NoError(t, err)
 	require.Equal(t, reversed(eventIDs(events[4:])), eventIDs(page.Events))
+}
+
+// testEventConcurrentIngests checks that concurrent calls each write all
+// of their own (adapters may share commands between them): every event,
+// job and status event is stored and every event marked fanned out, and of
+// two concurrent calls with the same dedup key exactly one wins.
+func testEventConcurrentIngests(t *testing.T, newStore NewStoreFunc) {
+	t.Helper()
+	b := setup(t, newStore)
+	const calls = 24
+	items := make([]ingest.EventIngestItem, calls)
+	for i := range items {
+		ev := b.newEvent(nil)
+		j1 := b.newJob(func(j *dispatch.Job) { j.EventID = ev.ID; j.SubscriptionID = "sub-1" })
+		j2 := b.newJob(func(j *dispatch.Job) { j.EventID = ev.ID; j.SubscriptionID = "sub-2" })
+		items[i] = ingest.EventIngestItem{Event: ev, Jobs: []*dispatch.Job{j1, j2}, StatusEvents: []stream.Event{
+			b.statusEvent(stream.TypeEventAccepted, ev.ID, baseTime()),
+			b.statusEvent(stream.TypeDispatchCreated, j1.ID, baseTime()),
+			b.statusEvent(stream.TypeDispatchCreated, j2.ID, baseTime()),
+		}}
+	}
+	twinA := b.newEvent(nil)
+	twinB := b.newEvent(func(e *eventlog.Event) { e.DedupKey = twinA.DedupKey })
+
+	var wg sync.WaitGroup
+	errs := make([]error, calls+2)
+	twins := make([][]ingest.EventIngestResult, 2)
+	for i := range items {
+		wg.Go(func() {
+			_, errs[i] = b.store.EventIngest(b.ctx, &ingest.EventIngestParams{Items: items[i : i+1]})
+		})
+	}
+	for k, ev := range []*eventlog.Event{twinA, twinB} {
+		wg.Go(func() {
+			twins[k], errs[calls+k] = b.store.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: ev}}})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "call %d", i)
+	}
+
+	for _, it := range items {
+		got, err := b.store.EventGetByID(b.ctx, it.Event.ID)
+		require.NoError(t, err)
+		requireEventEqual(t, it.Event, got)
+		require.NotNil(t, got.FannedOutAt, "event %s is marked fanned out", it.Event.ID)
+		for _, j := range it.Jobs {
+			stored, err := b.store.JobGetByID(b.ctx, j.ID)
+			require.NoError(t, err)
+			require.Equal(t, j, stored)
+		}
+		for _, e := range it.StatusEvents {
+			got, err := b.store.StatusEventListBySubject(b.ctx, e.Subject)
+			require.NoError(t, err)
+			require.Equal(t, []stream.Event{e}, got)
+		}
+	}
+	due, err := b.store.EventListNotFannedOut(b.ctx, &eventlog.ListNotFannedOutParams{ReceivedBefore: baseTime().Add(time.Hour), Limit: 100})
+	require.NoError(t, err)
+	require.Empty(t, eventIDs(due), "every ingested event is marked fanned out")
+
+	require.Len(t, twins[0], 1)
+	require.Len(t, twins[1], 1)
+	require.NotEqual(t, twins[0][0].Duplicate, twins[1][0].Duplicate, "exactly one of two events with the same dedup key is stored")
+	winner, loser := twinA, twins[1][0]
+	if twins[0][0].Duplicate {
+		winner, loser = twinB, twins[0][0]
+	}
+	require.Equal(t, winner.ID, loser.ExistingID, "the duplicate names the stored event")
 }
