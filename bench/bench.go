@@ -410,6 +410,7 @@ func (r *runner) latency(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		res.Sustained = r.sustained(res)
 		r.rep.Latency = append(r.rep.Latency, res)
 	}
 	return nil

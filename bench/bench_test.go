@@ -307,8 +307,17 @@ func TestSaturationSearchFindsTheRateThatKeepsUp(t *testing.T) {
 	sat := rep.Saturation
 	require.NotNil(t, sat)
 	require.Len(t, sat.Steps, 3)
-	require.InDelta(t, 150.0, sat.Steps[0].OfferedPerSec, 1e-9, "half again the highest sustained fixed rate")
-	require.GreaterOrEqual(t, sat.SustainedPerSec, 100.0)
+	// The search starts from the fixed-rate phase's outcome, which a
+	// loaded machine can spoil (a stall of a few tens of ms in a phase of
+	// 200 ms): half again 100/s when it was sustained, else half of it.
+	require.Len(t, rep.Latency, 1)
+	if rep.Latency[0].Sustained {
+		require.InDelta(t, 150.0, sat.Steps[0].OfferedPerSec, 1e-9, "half again the highest sustained fixed rate")
+		require.GreaterOrEqual(t, sat.SustainedPerSec, 100.0)
+	} else {
+		require.InDelta(t, 50.0, sat.Steps[0].OfferedPerSec, 1e-9, "half of the lowest rate not sustained")
+		require.Less(t, sat.SustainedPerSec, 100.0)
+	}
 	for _, s := range sat.Steps {
 		if s.Sustained {
 			require.LessOrEqual(t, s.OfferedPerSec, sat.SustainedPerSec)

@@ -36,7 +36,7 @@ func (r *runner) sustained(l LatencyResult) bool {
 func (r *runner) saturation(ctx context.Context) error {
 	lo, hi := 0.0, math.Inf(1)
 	for _, l := range r.rep.Latency {
-		if r.sustained(l) {
+		if l.Sustained {
 			lo = max(lo, l.OfferedPerSec)
 		} else {
 			hi = min(hi, l.OfferedPerSec)

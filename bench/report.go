@@ -116,7 +116,8 @@ type LatencyResult struct {
 	DeliveredPerSec float64 `json:"deliveredPerSec"`
 	// RatioToCeiling is DeliveredPerSec over the loopback ceiling.
 	RatioToCeiling float64 `json:"ratioToCeiling"`
-	// Sustained is set on saturation steps: the rate met the criterion.
+	// Sustained reports that the rate met the saturation criterion (see
+	// SaturationResult), on fixed-rate phases as on saturation steps.
 	Sustained bool    `json:"sustained,omitempty"`
 	P50Ms     float64 `json:"p50Ms"`
 	P90Ms     float64 `json:"p90Ms"`
