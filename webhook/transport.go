@@ -291,7 +291,7 @@ func (t *Transport) renderBody(d *router.Delivery) ([]byte, http.Header, error) 
 	}
 	set := func(name, v string) {
 		if v != "" {
-			h.Set("ce-"+name, v)
+			h.Set("ce-"+name, cloudevent.HeaderValue(v))
 		}
 	}
 	set("specversion", ev.SpecVersion)

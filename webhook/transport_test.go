@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -115,6 +116,33 @@ func TestRequestDataOnly(t *testing.T) {
 	wh, err := standardwebhooks.NewWebhook(secret)
 	require.NoError(t, err)
 	require.NoError(t, wh.Verify(body, req.Header))
+}
+
+// TestRequestDataOnlyPercentEncodes: ce-* values are percent-encoded as the
+// CloudEvents HTTP binding asks (space, '"', '%' and non-ASCII), and decode
+// to the stored attributes.
+func TestRequestDataOnlyPercentEncodes(t *testing.T) {
+	t.Parallel()
+	med := webhook.New(webhook.Config{UserAgent: "hooklane/test"})
+	t.Cleanup(med.Close)
+	j := eventJob()
+	j.DataOnly = true
+	ev := storedEvent()
+	ev.Event.Subject = `café "100%" done`
+	ev.Event.Extensions = map[string]any{"region": "zürich west"}
+	req, err := med.Request(t.Context(), &router.Delivery{
+		Job: j, Event: ev, Attempt: 1,
+		Subscription: &subscription.Subscription{Secrets: []subscription.Secret{{Value: subscription.NewSecret()}}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, "caf%C3%A9%20%22100%25%22%20done", req.Header.Get("ce-subject"))
+	require.Equal(t, "z%C3%BCrich%20west", req.Header.Get("ce-region"))
+	require.Equal(t, "/shop", req.Header.Get("ce-source"), "plain values are sent as they are")
+	for name, want := range map[string]string{"ce-subject": ev.Event.Subject, "ce-region": "zürich west"} {
+		got, err := url.PathUnescape(req.Header.Get(name))
+		require.NoError(t, err)
+		require.Equal(t, want, got, name)
+	}
 }
 
 // TestRequestTask: a TASK job's body is its payload as JSON, signed with its
