@@ -90,20 +90,28 @@ func TestRequestStructuredSignedWithRotation(t *testing.T) {
 	require.Error(t, other.Verify(body, req.Header), "an unrelated secret must not verify")
 }
 
-// TestRequestDataOnly: dataOnly sends the data alone with its content type
-// and the attributes as ce-* headers (CloudEvents binary mode).
-func TestRequestDataOnly(t *testing.T) {
-	t.Parallel()
+// dataOnlyRequest renders the dataOnly delivery of ev for a subscription
+// signing with secret.
+func dataOnlyRequest(t *testing.T, ev *eventlog.Event, secret string) *http.Request {
+	t.Helper()
 	med := webhook.New(webhook.Config{UserAgent: "hooklane/test"})
 	t.Cleanup(med.Close)
 	j := eventJob()
 	j.DataOnly = true
-	secret := subscription.NewSecret()
 	req, err := med.Request(t.Context(), &router.Delivery{
-		Job: j, Event: storedEvent(), Attempt: 1,
+		Job: j, Event: ev, Attempt: 1,
 		Subscription: &subscription.Subscription{Secrets: []subscription.Secret{{Value: secret}}},
 	})
 	require.NoError(t, err)
+	return req
+}
+
+// TestRequestDataOnly: dataOnly sends the data alone with its content type
+// and the attributes as ce-* headers (CloudEvents binary mode).
+func TestRequestDataOnly(t *testing.T) {
+	t.Parallel()
+	secret := subscription.NewSecret()
+	req := dataOnlyRequest(t, storedEvent(), secret)
 	body := requestBody(t, req)
 	require.JSONEq(t, `{"total":12}`, string(body))
 	require.Equal(t, "application/json", req.Header.Get("Content-Type"))
@@ -123,18 +131,10 @@ func TestRequestDataOnly(t *testing.T) {
 // to the stored attributes.
 func TestRequestDataOnlyPercentEncodes(t *testing.T) {
 	t.Parallel()
-	med := webhook.New(webhook.Config{UserAgent: "hooklane/test"})
-	t.Cleanup(med.Close)
-	j := eventJob()
-	j.DataOnly = true
 	ev := storedEvent()
 	ev.Event.Subject = `café "100%" done`
 	ev.Event.Extensions = map[string]any{"region": "zürich west"}
-	req, err := med.Request(t.Context(), &router.Delivery{
-		Job: j, Event: ev, Attempt: 1,
-		Subscription: &subscription.Subscription{Secrets: []subscription.Secret{{Value: subscription.NewSecret()}}},
-	})
-	require.NoError(t, err)
+	req := dataOnlyRequest(t, ev, subscription.NewSecret())
 	require.Equal(t, "caf%C3%A9%20%22100%25%22%20done", req.Header.Get("ce-subject"))
 	require.Equal(t, "z%C3%BCrich%20west", req.Header.Get("ce-region"))
 	require.Equal(t, "/shop", req.Header.Get("ce-source"), "plain values are sent as they are")
