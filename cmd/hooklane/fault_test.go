@@ -185,7 +185,10 @@ func (l *faultLoad) run(ctx context.Context, posters, batch, limit int, pace tim
 
 func (l *faultLoad) postUntilAccepted(ctx context.Context, body string) bool {
 	for ctx.Err() == nil {
-		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		// A request in flight when the load ends is answered and read in
+		// full (bounded by its own timeout): its events may be accepted,
+		// and the test must know which.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		status, header, resp := l.target.Load().request(rctx, http.MethodPost, "/api/events", "application/cloudevents-batch+json", body)
 		cancel()
 		if status == http.StatusCreated || status == http.StatusOK {

@@ -205,7 +205,11 @@ func (p *process) request(ctx context.Context, method, path, contentType, body s
 	}
 	defer resp.Body.Close()
 	var b bytes.Buffer
-	_, _ = b.ReadFrom(resp.Body)
+	if _, err := b.ReadFrom(resp.Body); err != nil {
+		// An answer cut short (the context ended while it was read) is no
+		// answer: a caller must not take a partial body for the whole.
+		return 0, nil, nil
+	}
 	return resp.StatusCode, resp.Header, b.Bytes()
 }
 
