@@ -18,7 +18,10 @@ func TestBenchShortAgainstTheInProcessGateway(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "bench.json")
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"bench", "--short", "--duration", "500ms", "--json", path}, func(string) string { return "" }, &stdout, &stderr)
+	// Every accepted event must still be delivered; the drain may take
+	// longer than the default 30 s when the rest of `make test` loads the
+	// machine (CI saw 768 of 800 within 30 s at a 524 req/s ceiling).
+	code := run([]string{"bench", "--short", "--duration", "500ms", "--drain-timeout", "2m", "--json", path}, func(string) string { return "" }, &stdout, &stderr)
 	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr.String(), stdout.String())
 	require.Contains(t, stdout.String(), "ceiling (no-op loopback HTTP)")
 
