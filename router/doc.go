@@ -90,7 +90,11 @@
 // messages go back to the queue until the pool is expected to have room:
 // about half the time its held work takes to drain at its recent delivery
 // time, concurrency and rate (Pool.DrainEstimate), at most
-// Config.PoolBusyDelay — never a fixed sleep that leaves slots idle. A PATCHed pool is
+// Config.PoolBusyDelay — never a fixed sleep that leaves slots idle. The
+// capacity such a message took stays out of the receive loop until the pool
+// frees room (Pool.WaitRoom) or 100 ms pass, so a backlog of one pool's work
+// is not received, decoded and put back in a spin, while other pools' work
+// behind it in the queue is still found. A PATCHed pool is
 // replaced on Pools.Invalidate: deliveries in flight finish under the old
 // budget, new ones use the new one.
 //

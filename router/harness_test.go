@@ -17,6 +17,7 @@ import (
 	"github.com/hooklane/hooklane/eventlog"
 	"github.com/hooklane/hooklane/idgen"
 	"github.com/hooklane/hooklane/pollers"
+	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/queue/memqueue"
 	"github.com/hooklane/hooklane/router"
 	"github.com/hooklane/hooklane/store/sqlitestore"
@@ -58,6 +59,21 @@ type gwOptions struct {
 	// reads, when set, counts the job and event reads of the lifecycle and
 	// the router (over the same store).
 	reads *readCounter
+	// received, when set, counts the messages the router receives.
+	received *atomic.Int64
+}
+
+// receiveCounter is the queue as the router sees it, counting the
+// messages it receives.
+type receiveCounter struct {
+	*memqueue.Queue
+	n *atomic.Int64
+}
+
+func (c receiveCounter) Receive(ctx context.Context, p queue.ReceiveParams) ([]queue.Message, error) {
+	msgs, err := c.Queue.Receive(ctx, p)
+	c.n.Add(int64(len(msgs)))
+	return msgs, err
 }
 
 // readCounter wraps the store and counts point reads of jobs and events.
@@ -107,8 +123,12 @@ func newGW(t *testing.T, o gwOptions) *gw {
 	// The receivers are httptest servers on 127.0.0.1: the SSRF guard is
 	// tested on its own (ssrf_test.go).
 	med := webhook.New(webhook.Config{AllowPrivateTargets: true, UserAgent: "hooklane/test"})
+	var rq queue.Queue = q
+	if o.received != nil {
+		rq = receiveCounter{Queue: q, n: o.received}
+	}
 	g.rt = router.New(router.Config{
-		Queue: q, Store: lst, Subscriptions: subs, Lifecycle: jobs, Pools: g.pools, Transport: med, WorkerID: "test:1",
+		Queue: rq, Store: lst, Subscriptions: subs, Lifecycle: jobs, Pools: g.pools, Transport: med, WorkerID: "test:1",
 		MaxInFlight: o.maxInFlight, ReceiveWait: 200 * time.Millisecond,
 		PoolBusyDelay: cmpDur(o.poolBusyDelay, 50*time.Millisecond), Logger: logger,
 	})

@@ -70,8 +70,8 @@ func (r *Router) deliverHeadsInPlace(ctx, runCtx context.Context, job *dispatch.
 // deliverInPlace runs head through process in another message's slot and
 // reports whether head moved on (delivered, parked, cancelled, failed).
 func (r *Router) deliverInPlace(ctx, runCtx context.Context, head *dispatch.Job) bool {
-	busyWait := r.cfg.PoolBusyDelay
-	_, err := r.process(context.WithValue(ctx, inPlaceKey{}, true), runCtx, dispatch.MessageContent{JobID: head.ID}, &busyWait)
+	var busy poolBusy
+	_, err := r.process(context.WithValue(ctx, inPlaceKey{}, true), runCtx, dispatch.MessageContent{JobID: head.ID}, &busy)
 	if err != nil && !errors.Is(err, dispatch.ErrKeepMessage) {
 		r.cfg.Logger.WarnContext(ctx, "deliver earlier job of group in place", "job_id", head.ID, "error", err)
 	}

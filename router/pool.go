@@ -30,6 +30,10 @@ type Pool struct {
 	// nanoseconds; 0 before): until one ended, the time since then stands
 	// in for the delivery time.
 	firstStart atomic.Int64
+	// room hands one wake-up per Unhold to a caller of WaitRoom; waiting
+	// counts those callers, so Unhold sends only when one may listen.
+	room    chan struct{}
+	waiting atomic.Int64
 }
 
 // observe adds one delivery's duration to the moving average (weight 1/8).
@@ -84,14 +88,36 @@ func (p *Pool) TryHold(limit int) bool {
 	}
 }
 
-// Unhold undoes one successful TryHold.
-func (p *Pool) Unhold() { p.held.Add(-1) }
+// Unhold undoes one successful TryHold, and wakes one caller of WaitRoom.
+func (p *Pool) Unhold() {
+	p.held.Add(-1)
+	if p.waiting.Load() > 0 {
+		select {
+		case p.room <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// WaitRoom waits until a delivery of the pool ends its hold (each Unhold
+// wakes one waiter), for at most limit, or until ctx ends.
+func (p *Pool) WaitRoom(ctx context.Context, limit time.Duration) {
+	p.waiting.Add(1)
+	defer p.waiting.Add(-1)
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-p.room:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
 
 // Held is how many deliveries run in or wait for the pool now.
 func (p *Pool) Held() int { return int(p.held.Load()) }
 
 func newPool(def dispatch.Pool) *Pool {
-	p := &Pool{def: def, slots: make(chan struct{}, max(def.Concurrency, 1))}
+	p := &Pool{def: def, slots: make(chan struct{}, max(def.Concurrency, 1)), room: make(chan struct{}, 1)}
 	if def.RatePerSecond != nil && *def.RatePerSecond > 0 {
 		p.limiter = rate.NewLimiter(rate.Limit(*def.RatePerSecond), max(def.Burst, 1))
 	}

@@ -37,6 +37,12 @@ const (
 	// poolBusyDelayFloor is the shortest such wait: shorter would have routers
 	// ask the queue for messages they still cannot start.
 	poolBusyDelayFloor = 20 * time.Millisecond
+	// parkMax is the longest the capacity of a message put back for a
+	// busy pool stays out of the receive loop when the pool frees no room
+	// (Pool.WaitRoom): long enough that a backlog of one pool's work is not
+	// received and put back in a spin, short enough that the work of other
+	// pools behind it in the queue is still found quickly.
+	parkMax = 100 * time.Millisecond
 )
 
 // Store is what the router reads of the store. It never writes a job: the
@@ -264,9 +270,8 @@ func (r *Router) runGroup(ctx context.Context, msgs []queue.Message) {
 	for i, m := range msgs {
 		// A delivery that has started finishes even when ctx ends
 		// (shutdown), bounded by its own timeout.
-		handled := r.handle(context.WithoutCancel(ctx), ctx, m)
+		handled, busy := r.handle(context.WithoutCancel(ctx), ctx, m)
 		hb.finish()
-		<-r.inFlight
 		if !handled {
 			for _, rest := range msgs[i+1:] {
 				hb.finish()
@@ -275,6 +280,16 @@ func (r *Router) runGroup(ctx context.Context, msgs []queue.Message) {
 				}
 				<-r.inFlight
 			}
+		}
+		if busy.pool != nil {
+			// The message went back because its pool is over its share:
+			// keep its capacity out of the receive loop until the pool
+			// frees room (or briefly), so a backlog of one pool's work is
+			// not received, decoded and put back over and over.
+			busy.pool.WaitRoom(ctx, min(busy.wait, parkMax))
+		}
+		<-r.inFlight
+		if !handled {
 			return
 		}
 	}
@@ -349,11 +364,19 @@ const (
 	reread
 )
 
+// poolBusy is what process reports of a pool it found over its share: the
+// pool, and how long the message goes back to the queue for.
+type poolBusy struct {
+	pool *Pool
+	wait time.Duration
+}
+
 // handle processes one message: claim the job, deliver it, record the
 // outcome, delete the message. Errors are logged here, once.
 // It reports whether the message was handled for good: deleted, or its
-// job's state made the message unneeded.
-func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) bool {
+// job's state made the message unneeded; and, when the message went back
+// because its pool had no room, that pool.
+func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) (bool, poolBusy) {
 	content, err := dispatch.ReadMessage(m.Body)
 	if err != nil {
 		// No version writes such a body: nothing can be done with it, and
@@ -362,15 +385,15 @@ func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) bool {
 		if err := r.cfg.Queue.Delete(ctx, m.ReceiptHandle); err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
 			r.cfg.Logger.WarnContext(ctx, "queue delete failed", "error", err)
 		}
-		return true
+		return true, poolBusy{}
 	}
 	log := r.cfg.Logger.With("job_id", content.JobID)
-	busyWait := r.cfg.PoolBusyDelay
+	busy := poolBusy{wait: r.cfg.PoolBusyDelay}
 	tctx := r.messageTraceContext(ctx, &m)
-	disp, err := r.process(tctx, runCtx, content, &busyWait)
+	disp, err := r.process(tctx, runCtx, content, &busy)
 	if disp == reread && err == nil {
 		content.Job = nil
-		disp, err = r.process(tctx, runCtx, content, &busyWait)
+		disp, err = r.process(tctx, runCtx, content, &busy)
 	}
 	if errors.Is(err, dispatch.ErrKeepMessage) {
 		disp, err = retryLater, nil
@@ -388,25 +411,26 @@ func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) bool {
 		if err := r.cfg.Queue.Delete(ctx, m.ReceiptHandle); err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
 			log.WarnContext(ctx, "queue delete failed", "error", err)
 		}
-		return true
+		return true, poolBusy{}
 	case disp == putBack || runCtx.Err() != nil:
 		// Pool full here, or shutting down before the job started: another
 		// receive (maybe another router) takes it.
-		wait := busyWait
+		wait := busy.wait
 		if runCtx.Err() != nil {
-			wait = 0
+			wait, busy = 0, poolBusy{}
 		}
 		if err := r.cfg.Queue.ChangeVisibility(ctx, m.ReceiptHandle, wait); err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
 			log.WarnContext(ctx, "queue change visibility failed", "error", err)
 		}
+		return false, busy
 	}
-	return false
+	return false, poolBusy{}
 }
 
 // process runs one job and says what to do with its message. The job is
 // the message's snapshot when it carries one (the store is then not read
 // before the claim), else read from the store.
-func (r *Router) process(ctx, runCtx context.Context, msg dispatch.MessageContent, busyWait *time.Duration) (disposition, error) {
+func (r *Router) process(ctx, runCtx context.Context, msg dispatch.MessageContent, busy *poolBusy) (disposition, error) {
 	job, snapshot := msg.Job, msg.Job != nil
 	if !snapshot {
 		var err error
@@ -446,7 +470,7 @@ func (r *Router) process(ctx, runCtx context.Context, msg dispatch.MessageConten
 	// keeps work waiting for its slots here, so a slot that frees never
 	// waits on the queue.
 	if !pool.TryHold(r.poolShare) {
-		*busyWait = pool.DrainEstimate(poolBusyDelayFloor, r.cfg.PoolBusyDelay)
+		*busy = poolBusy{pool: pool, wait: pool.DrainEstimate(poolBusyDelayFloor, r.cfg.PoolBusyDelay)}
 		return putBack, nil
 	}
 	defer pool.Unhold()
