@@ -340,7 +340,7 @@ func TestPullLongPollGetsNewEvent(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, got := s.do(t, http.MethodGet, "/api/workers", nil)
 		return len(got["items"].([]any)) == 1
-	}, 10*time.Second, 10*time.Millisecond)
+	}, 60*time.Second, 10*time.Millisecond)
 	job := ingestOrder(t, s, "e1")
 	r := <-done
 	require.NoError(t, r.err)

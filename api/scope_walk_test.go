@@ -105,7 +105,7 @@ func newIsolationFixture(t *testing.T) *isolationFixture {
 	require.Eventually(t, func() bool {
 		_, body := f.fetch(t, http.MethodGet, "/api/stream?since=2000-01-01T00:00:00Z", adminKey)
 		return strings.Contains(body, acmeMarker) && strings.Contains(body, platformMarker)
-	}, 15*time.Second, 10*time.Millisecond)
+	}, 60*time.Second, 10*time.Millisecond)
 	return f
 }
 

@@ -78,7 +78,7 @@ func (b *streamBundle) newEvent(typ, subject string, data stream.Data) stream.Ev
 // waitClients waits until n clients are subscribed to the hub.
 func (b *streamBundle) waitClients(t *testing.T, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return b.hub.Clients() == n }, 20*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return b.hub.Clients() == n }, 60*time.Second, 5*time.Millisecond,
 		"want %d stream clients", n)
 }
 
@@ -776,7 +776,7 @@ func TestStreamTwoInstancesOverMongoDB(t *testing.T) {
 		}
 	}
 	onA, onB := connect(a), connect(b)
-	require.Eventually(t, func() bool { return a.hub.Clients() == 1 && b.hub.Clients() == 1 }, 20*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return a.hub.Clients() == 1 && b.hub.Clients() == 1 }, 60*time.Second, 5*time.Millisecond)
 
 	// One job, its transitions made alternately by the two instances, each
 	// on the job as read from the store and written version-checked with

@@ -97,7 +97,7 @@ func (f *fixture) events(t *testing.T, typ string, n int) []*eventlog.Event {
 		require.NoError(t, err)
 		got = pg.Events
 		return len(got) >= n
-	}, 10*time.Second, 10*time.Millisecond, "no %d events of %s", n, typ)
+	}, 60*time.Second, 10*time.Millisecond, "no %d events of %s", n, typ)
 	require.Len(t, got, n)
 	return got
 }

@@ -269,7 +269,7 @@ func (r *rig) waitCachesSee(status subscription.Status) {
 			}
 		}
 		return true
-	}, 10*time.Second, 5*time.Millisecond, "the caches never showed %s", status)
+	}, 60*time.Second, 5*time.Millisecond, "the caches never showed %s", status)
 }
 
 // kind returns how often the circuit hook reported ev.
@@ -310,7 +310,7 @@ func (r *rig) insertOnly(t *testing.T, jobs []*dispatch.Job) {
 // run right after the write that a test may see first.
 func (r *rig) waitKind(ev dispatch.CircuitEvent, n int64) {
 	r.t.Helper()
-	require.Eventually(r.t, func() bool { return r.kind(ev) == n }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(r.t, func() bool { return r.kind(ev) == n }, 60*time.Second, 5*time.Millisecond,
 		"hook %s never reported %d times", ev, n)
 }
 
@@ -349,7 +349,7 @@ func (r *rig) waitCircuit(what string, ok func(c *dispatch.Circuit) bool) *dispa
 	require.Eventually(r.t, func() bool {
 		c = r.circuit()
 		return ok(c)
-	}, 20*time.Second, 10*time.Millisecond, "circuit never %s", what)
+	}, 60*time.Second, 10*time.Millisecond, "circuit never %s", what)
 	return c
 }
 
@@ -377,7 +377,7 @@ func (r *rig) waitJobs(what string, jobs []*dispatch.Job, ok func(j *dispatch.Jo
 			}
 		}
 		return len(last) == 0
-	}, 20*time.Second, 20*time.Millisecond, "not every job %s", what)
+	}, 60*time.Second, 20*time.Millisecond, "not every job %s", what)
 }
 
 // parkedByCircuit reports whether a job waits for the circuit.

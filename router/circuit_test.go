@@ -243,7 +243,7 @@ func TestCircuitAutoDisable(t *testing.T) {
 				sub, err = st.SubscriptionGetByID(ctx, r.sub.ID)
 				require.NoError(t, err)
 				return sub.Status == subscription.StatusPaused
-			}, 20*time.Second, 10*time.Millisecond, "never disabled")
+			}, 60*time.Second, 10*time.Millisecond, "never disabled")
 			require.NotNil(t, sub.StatusReason)
 			require.Contains(t, *sub.StatusReason, "every delivery attempt failed since")
 			r.waitKind(dispatch.CircuitEventDisabled, 1)

@@ -40,12 +40,12 @@ func TestBlockHoldsAfterErrorUntilOperatorRetry(t *testing.T) {
 		jobs = append(jobs, g.taskJob(srv.URL, dispatch.ModeBlockOnError, "order:1", dispatch.Retry{MaxAttempts: 3}))
 	}
 	g.submit(jobs...)
-	g.waitStatus(jobs[0].ID, dispatch.StatusError, 20*time.Second)
+	g.waitStatus(jobs[0].ID, dispatch.StatusError, 60*time.Second)
 	for _, j := range jobs[1:] {
 		require.Eventually(t, func() bool {
 			got := g.job(j.ID)
 			return got.Status == dispatch.StatusPending && got.BlockedBy == jobs[0].ID
-		}, 20*time.Second, 10*time.Millisecond)
+		}, 60*time.Second, 10*time.Millisecond)
 		got := g.job(j.ID)
 		require.Zero(t, got.AttemptCount)
 		require.True(t, got.NextAttemptAt.After(time.Now().Add(50*time.Minute)), "parked far, not polled")
@@ -60,7 +60,7 @@ func TestBlockHoldsAfterErrorUntilOperatorRetry(t *testing.T) {
 	failed.NextAttemptAt = &now
 	require.NoError(t, g.st.JobUpdate(context.Background(), &dispatch.JobUpdateParams{Job: failed}))
 
-	g.waitAll(jobs, dispatch.StatusCompleted, 20*time.Second)
+	g.waitAll(jobs, dispatch.StatusCompleted, 60*time.Second)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []string{jobs[0].ID + "#1", jobs[0].ID + "#2", jobs[1].ID + "#1", jobs[2].ID + "#1"}, seen)
@@ -91,14 +91,14 @@ func TestShutdown(t *testing.T) {
 	if first == a.ID {
 		waiting = b.ID
 	}
-	g.waitStatus(waiting, dispatch.StatusInProgress, 20*time.Second) // claimed, waiting for the slot
+	g.waitStatus(waiting, dispatch.StatusInProgress, 60*time.Second) // claimed, waiting for the slot
 
 	stopped := make(chan struct{})
 	go func() {
 		g.stop()
 		close(stopped)
 	}()
-	handed := g.waitStatus(waiting, dispatch.StatusPending, 20*time.Second)
+	handed := g.waitStatus(waiting, dispatch.StatusPending, 60*time.Second)
 	require.Zero(t, handed.AttemptCount, "a hand-back is not an attempt")
 	require.NotNil(t, handed.NextAttemptAt)
 	select {

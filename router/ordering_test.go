@@ -195,7 +195,7 @@ func TestImmediateRunsInParallel(t *testing.T) {
 	}
 	g.submit(jobs...)
 	for _, j := range jobs {
-		done := g.waitStatus(j.ID, dispatch.StatusCompleted, 20*time.Second)
+		done := g.waitStatus(j.ID, dispatch.StatusCompleted, 60*time.Second)
 		require.Equal(t, 1, done.AttemptCount)
 	}
 }

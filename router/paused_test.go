@@ -72,7 +72,7 @@ func TestPausedSubscriptionWaitsThenResumes(t *testing.T) {
 	require.Eventually(t, func() bool {
 		cur := g.job(j.ID)
 		return cur.Status == dispatch.StatusPending && cur.BlockedBy == dispatch.BlockedByPaused
-	}, 20*time.Second, 10*time.Millisecond, "parked while paused")
+	}, 60*time.Second, 10*time.Millisecond, "parked while paused")
 	require.Empty(t, got, "nothing delivered while paused")
 
 	sub.Status = subscription.StatusActive
@@ -81,7 +81,7 @@ func TestPausedSubscriptionWaitsThenResumes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 
-	done := g.waitStatus(j.ID, dispatch.StatusCompleted, 20*time.Second)
+	done := g.waitStatus(j.ID, dispatch.StatusCompleted, 60*time.Second)
 	require.Equal(t, 1, done.AttemptCount)
 	h := <-got
 	require.Equal(t, "order-processor", h.Get("hooklane-subscription"))
@@ -116,7 +116,7 @@ func TestJobWithoutStoredEventEndsInError(t *testing.T) {
 	}
 	g.submit(j)
 
-	got := g.waitStatus(j.ID, dispatch.StatusError, 20*time.Second)
+	got := g.waitStatus(j.ID, dispatch.StatusError, 60*time.Second)
 	require.NotNil(t, got.LastError)
 	require.Contains(t, *got.LastError, "no longer stored")
 	require.Zero(t, got.AttemptCount, "nothing was attempted")

@@ -143,7 +143,7 @@ func TestSlowPoolDoesNotStarveOthers(t *testing.T) {
 	require.Eventually(t, func() bool {
 		c, err := g.counts(stuck)
 		return err == nil && c[dispatch.StatusInProgress] >= 6
-	}, 20*time.Second, 20*time.Millisecond)
+	}, 60*time.Second, 20*time.Millisecond)
 	for range 20 {
 		quick = append(quick, g.taskJob(fast.URL, dispatch.ModeImmediate, "", dispatch.Retry{MaxAttempts: 1}))
 	}
@@ -200,7 +200,7 @@ func TestDelayedJobWaitsPending(t *testing.T) {
 	due := time.Now().Add(1500 * time.Millisecond).UTC()
 	j.Status, j.NextAttemptAt = dispatch.StatusPending, &due
 	require.NoError(t, g.st.JobInsertMany(context.Background(), &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{j}}))
-	g.waitStatus(j.ID, dispatch.StatusCompleted, 20*time.Second)
+	g.waitStatus(j.ID, dispatch.StatusCompleted, 60*time.Second)
 	at := <-arrived
 	require.False(t, at.Before(due), "delivered %s before it was due", due.Sub(at))
 }

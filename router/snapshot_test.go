@@ -86,7 +86,7 @@ func TestSnapshotDeliveryReadsNothingBeforeTheClaim(t *testing.T) {
 	j, ev := snapshotFixture(t, g, "orders", srv.URL)
 	_, err := g.jobs.Send(ctx, []*dispatch.Job{j}, ev)
 	require.NoError(t, err)
-	done := g.waitStatus(j.ID, dispatch.StatusCompleted, 20*time.Second)
+	done := g.waitStatus(j.ID, dispatch.StatusCompleted, 60*time.Second)
 	require.Equal(t, 1, done.AttemptCount)
 	require.EqualValues(t, 1, rc.n.Load())
 	require.Zero(t, reads.jobs.Load(), "the job was read before its claim")
@@ -102,7 +102,7 @@ func TestSnapshotDeliveryReadsNothingBeforeTheClaim(t *testing.T) {
 	res, err := g.q.SendBatch(ctx, []queue.OutMessage{m})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
-	g.waitStatus(old.ID, dispatch.StatusCompleted, 20*time.Second)
+	g.waitStatus(old.ID, dispatch.StatusCompleted, 60*time.Second)
 	require.Positive(t, reads.jobs.Load(), "a message without a snapshot is delivered from a read")
 	require.Positive(t, reads.events.Load())
 }
@@ -131,7 +131,7 @@ func TestStaleSnapshotIsReadAgain(t *testing.T) {
 	wg.Go(func() { _ = g.rt.Run(runCtx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
 
-	done := g.waitStatus(j.ID, dispatch.StatusCompleted, 20*time.Second)
+	done := g.waitStatus(j.ID, dispatch.StatusCompleted, 60*time.Second)
 	require.Equal(t, 1, done.AttemptCount)
 	require.Positive(t, reads.jobs.Load(), "the stale snapshot was not read again")
 	// The one attempt recorded is the one delivery: a second claim of the

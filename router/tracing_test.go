@@ -151,7 +151,7 @@ func (g *tracedGW) post(t *testing.T, ext map[string]string, header http.Header)
 		job, err = g.st.JobGetByID(context.Background(), id)
 		require.NoError(t, err)
 		return job.Status == dispatch.StatusCompleted
-	}, 20*time.Second, 10*time.Millisecond)
+	}, 60*time.Second, 10*time.Millisecond)
 	stored, err := g.st.EventGetByID(context.Background(), job.EventID)
 	require.NoError(t, err)
 	for k, v := range ext {
@@ -171,7 +171,7 @@ func (g *tracedGW) spans(t *testing.T, n int) map[string][]tracetest.SpanStub {
 			byName[s.Name] = append(byName[s.Name], s)
 		}
 		return len(byName["deliver"]) == n && len(byName["POST /api/events"]) == 1
-	}, 10*time.Second, 10*time.Millisecond)
+	}, 60*time.Second, 10*time.Millisecond)
 	return byName
 }
 

@@ -46,7 +46,7 @@ func TestClientSuspensionHoldsJobs(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, _, job := gw.do(t, "GET", "/api/dispatch-jobs/"+jobID+"?include=history", "", "", nil)
 		return job["status"] == "PENDING" && strings.Contains(fmt.Sprint(job["history"]), "paused")
-	}, 20*time.Second, 50*time.Millisecond, "the job was not parked")
+	}, 60*time.Second, 50*time.Millisecond, "the job was not parked")
 	require.Zero(t, hits.Load(), "a suspended client's job was delivered")
 	do("POST", "/api/events", "application/cloudevents+json",
 		`{"specversion":"1.0","id":"s-2","source":"/susp","type":"susp.order.created","clientid":"acme","data":{}}`, http.StatusUnprocessableEntity)
@@ -55,6 +55,6 @@ func TestClientSuspensionHoldsJobs(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, _, job := gw.do(t, "GET", "/api/dispatch-jobs/"+jobID, "", "", nil)
 		return job["status"] == "COMPLETED"
-	}, 20*time.Second, 50*time.Millisecond, "the job did not go out on reactivation")
+	}, 60*time.Second, 50*time.Millisecond, "the job did not go out on reactivation")
 	require.Equal(t, int64(1), hits.Load())
 }

@@ -125,7 +125,7 @@ func setupFault(t *testing.T, p *process, recv *countingReceiver) (typ, probeID 
 		}
 		_ = json.Unmarshal(b, &resp)
 		return (st == http.StatusCreated || st == http.StatusOK) && len(resp.DispatchJobs) == 1
-	}, 20*time.Second, 100*time.Millisecond, "the subscription never matched")
+	}, 60*time.Second, 100*time.Millisecond, "the subscription never matched")
 	return typ, probeID
 }
 

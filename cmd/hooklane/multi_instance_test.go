@@ -166,7 +166,7 @@ func TestMultiInstanceNoLossAndOrdering(t *testing.T) {
 		st, _ := b.post(ctx, "/api/events", "application/cloudevents+json",
 			`{"specversion":"1.0","id":"probe","source":"/probe","type":"multi.order.created","messagegroup":"probe","data":{"seq":0}}`)
 		return st == http.StatusCreated || st == http.StatusOK
-	}, 10*time.Second, 100*time.Millisecond)
+	}, 60*time.Second, 100*time.Millisecond)
 	time.Sleep(1500 * time.Millisecond) //nolint:forbidigo // the generation poll bound (1 s) plus margin: instance a's cache refresh gives no signal outside its process
 
 	var posted atomic.Int64

@@ -340,7 +340,7 @@ func runOrderedKill(t *testing.T, p orderedKillParams) orderedKillResult {
 		}
 		_ = json.Unmarshal(b, &resp)
 		return (st == http.StatusCreated || st == http.StatusOK) && len(resp.DispatchJobs) == 1
-	}, 20*time.Second, 100*time.Millisecond, "the subscription never matched")
+	}, 60*time.Second, 100*time.Millisecond, "the subscription never matched")
 
 	total := p.groups * p.perGroup
 	var target atomic.Pointer[process]

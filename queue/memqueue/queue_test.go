@@ -254,7 +254,7 @@ func TestCloseWakesWaitersAndRejectsCalls(t *testing.T) {
 			errs <- err
 		}()
 	}
-	require.Eventually(t, func() bool { return waitingReceivers(b.q) == waiters }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return waitingReceivers(b.q) == waiters }, 30*time.Second, time.Millisecond)
 	require.NoError(t, b.q.Close())
 	for range waiters {
 		require.ErrorIs(t, <-errs, queue.ErrClosed)
@@ -286,7 +286,7 @@ func TestEveryWaiterWokenBySend(t *testing.T) {
 			got <- msgs
 		}()
 	}
-	require.Eventually(t, func() bool { return waitingReceivers(b.q) == waiters }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return waitingReceivers(b.q) == waiters }, 30*time.Second, time.Millisecond)
 	var msgs []queue.OutMessage
 	for _, g := range []string{"a", "b", "c", "d", "e"} {
 		msgs = append(msgs, out(g, g, g))
@@ -314,7 +314,7 @@ func TestWaiterWokenByDelete(t *testing.T) {
 		msgs, _ := b.q.Receive(t.Context(), queue.ReceiveParams{Max: 1, Wait: 20 * time.Second})
 		got <- msgs
 	}()
-	require.Eventually(t, func() bool { return waitingReceivers(b.q) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return waitingReceivers(b.q) == 1 }, 30*time.Second, time.Millisecond)
 	require.NoError(t, b.q.Delete(t.Context(), first[0].ReceiptHandle))
 	require.Equal(t, []string{"a2"}, bodiesOf(<-got))
 }
@@ -343,13 +343,13 @@ func TestCancelledWaiterPassesWakeOn(t *testing.T) {
 		_, err := b.q.Receive(ctx, queue.ReceiveParams{Max: 1, Wait: 20 * time.Second})
 		cancelled <- err
 	}()
-	require.Eventually(t, func() bool { return waitingReceivers(b.q) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return waitingReceivers(b.q) == 1 }, 30*time.Second, time.Millisecond)
 	got := make(chan []queue.Message, 1)
 	go func() {
 		msgs, _ := b.q.Receive(t.Context(), queue.ReceiveParams{Max: 1, Wait: 20 * time.Second})
 		got <- msgs
 	}()
-	require.Eventually(t, func() bool { return waitingReceivers(b.q) == 2 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return waitingReceivers(b.q) == 2 }, 30*time.Second, time.Millisecond)
 
 	// Send wakes the first waiter, which is being cancelled at the same
 	// time; the message must still reach the second one.
@@ -392,7 +392,7 @@ func TestWaiterWokenByShortenedVisibility(t *testing.T) {
 		msgs, _ := q.Receive(ctx, queue.ReceiveParams{Max: 1, Wait: 20 * time.Second})
 		got <- msgs
 	}()
-	require.Eventually(t, func() bool { return q.Stats().Waiters == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return q.Stats().Waiters == 1 }, 30*time.Second, time.Millisecond)
 	// The waiter planned to sleep until the 1-minute expiry.
 	require.NoError(t, q.ChangeVisibility(t.Context(), held[0].ReceiptHandle, 50*time.Millisecond))
 	msgs := <-got
@@ -414,7 +414,7 @@ func TestWaiterWokenByNewEarliestExpiry(t *testing.T) {
 		msgs, err := q.Receive(t.Context(), queue.ReceiveParams{Max: 1, Wait: 20 * time.Second, Visibility: 50 * time.Millisecond})
 		first <- result{msgs, err}
 	}()
-	require.Eventually(t, func() bool { return q.Stats().Waiters == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return q.Stats().Waiters == 1 }, 30*time.Second, time.Millisecond)
 	go func() {
 		// Ended by ctx, not by its wait, so only an early wake-up passes.
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -422,7 +422,7 @@ func TestWaiterWokenByNewEarliestExpiry(t *testing.T) {
 		msgs, err := q.Receive(ctx, queue.ReceiveParams{Max: 1, Wait: 20 * time.Second, Visibility: time.Minute})
 		second <- result{msgs, err}
 	}()
-	require.Eventually(t, func() bool { return q.Stats().Waiters == 2 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return q.Stats().Waiters == 2 }, 30*time.Second, time.Millisecond)
 
 	// Waiters are served first come first served: the first takes a1 for
 	// 50 ms. The second, asleep with no expiry in sight, must wake for it.

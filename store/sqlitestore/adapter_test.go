@@ -25,7 +25,7 @@ import (
 // the store's own counter.
 func waitQueued(t *testing.T, s *sqlitestore.Store, n int64) {
 	t.Helper()
-	require.Eventually(t, func() bool { return s.Waiting() == n }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s.Waiting() == n }, 60*time.Second, time.Millisecond)
 }
 
 func openStore(t *testing.T, path string) *sqlitestore.Store {
