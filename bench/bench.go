@@ -68,6 +68,14 @@ type Config struct {
 	PayloadBytes int
 	// BatchSize is the number of events in one batch request.
 	BatchSize int
+	// IngestBatches are the batch sizes of the ingest phase, each 1 (single
+	// events) or BatchSize; empty means both, single events first.
+	IngestBatches []int
+	// BeforePhasesFunc, when set, is called once after the ceiling was
+	// measured and before the first phase against the gateway: the bench
+	// command starts its CPU profile there, so that the profile shows the
+	// gateway and not the no-op server of the ceiling.
+	BeforePhasesFunc func() error
 	// SaturationSteps is the most offered rates the saturation search tries.
 	SaturationSteps int
 	// SaturationStep is the load time of one saturation step.
@@ -197,6 +205,14 @@ func (c *Config) fill() error {
 	if c.BatchSize <= 0 {
 		c.BatchSize = d.BatchSize
 	}
+	if len(c.IngestBatches) == 0 {
+		c.IngestBatches = []int{1, c.BatchSize}
+	}
+	for _, b := range c.IngestBatches {
+		if b != 1 && b != c.BatchSize {
+			return fmt.Errorf("check config: ingest batch sizes are 1 or %d, got %d", c.BatchSize, b)
+		}
+	}
 	if c.SaturationSteps <= 0 {
 		c.SaturationSteps = d.SaturationSteps
 	}
@@ -306,6 +322,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := r.ceiling(ctx); err != nil {
 		return nil, err
 	}
+	if cfg.BeforePhasesFunc != nil {
+		if err := cfg.BeforePhasesFunc(); err != nil {
+			return nil, err
+		}
+	}
 	recv, err := startReceiver(ctx, now)
 	if err != nil {
 		return nil, err
@@ -377,7 +398,7 @@ func (r *runner) ceiling(ctx context.Context) error {
 // ingest measures closed-loop ingest (single events, then batches) with
 // the deliveries it causes.
 func (r *runner) ingest(ctx context.Context) error {
-	for _, batch := range []int{1, r.cfg.BatchSize} {
+	for _, batch := range r.cfg.IngestBatches {
 		for _, conns := range r.cfg.Connections {
 			if !r.fits(fmt.Sprintf("ingest batch %d conns %d", batch, conns), r.cfg.Duration+5*time.Second) {
 				return nil

@@ -292,6 +292,27 @@ func TestRunAgainstAGatewayThatDeliversEverything(t *testing.T) {
 	require.Contains(t, table.String(), "matching scale")
 }
 
+// TestRunIngestsTheBatchesAskedFor: IngestBatches narrows the ingest phase
+// (to profile one kind alone), and BeforePhasesFunc runs once, after the
+// ceiling and before the gateway's phases.
+func TestRunIngestsTheBatchesAskedFor(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	rep := runAgainstFake(t, &fakeGateway{}, func(c *Config) {
+		c.Phases = []string{PhaseIngest}
+		c.IngestBatches = []int{c.BatchSize}
+		c.BeforePhasesFunc = func() error {
+			calls++
+			return nil
+		}
+	})
+	require.Equal(t, 1, calls)
+	require.Len(t, rep.Ceiling, 2, "the ceiling still measures both sizes")
+	require.Len(t, rep.Ingest, 1)
+	require.Equal(t, rep.BatchSize, rep.Ingest[0].Batch)
+	require.Equal(t, rep.Ingest[0].Events, rep.Ingest[0].Delivered)
+}
+
 func TestSaturationSearchFindsTheRateThatKeepsUp(t *testing.T) {
 	t.Parallel()
 	// The fake delivers before answering, one request at a time per
@@ -363,6 +384,7 @@ func TestConfigRejectsWhatCannotRun(t *testing.T) {
 		{"zero connections", func(c *Config) { c.Connections = []int{8, 0} }, "connections must be positive"},
 		{"negative rate", func(c *Config) { c.Rates = []float64{-1} }, "rates must be positive"},
 		{"match sizes not increasing", func(c *Config) { c.MatchSizes = []int{10, 10} }, "increasing"},
+		{"ingest batch of another size", func(c *Config) { c.IngestBatches = []int{1, 7} }, "ingest batch sizes are 1 or 100, got 7"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,7 +54,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	jsonPath := fs.String("json", "", "also write the report as JSON to this file")
 	comparePath := fs.String("compare", "", "a report saved earlier with --json: print each figure of this run against it (after/before ratios)")
 	verbose := fs.Bool("v", false, "log progress and the in-process gateway's warnings to stderr")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (gateway included in-process) to this file")
+	batches := fs.String("batches", "", "batch sizes of the ingest phase, comma-separated: 1 (single events) and/or 100 (default both)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the phases against the gateway (in-process, with the load generator and receiver; the ceiling is not in it) to this file")
 	memProfile := fs.String("memprofile", "", "write an allocation profile (alloc_space) at the end of the run to this file")
 	blockProfile := fs.String("blockprofile", "", "write a profile of where goroutines waited (blocking events of 100µs and more) to this file")
 	if err := fs.Parse(args); err != nil {
@@ -105,6 +106,11 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *conns != "" {
 		if cfg.Connections, err = parseList(*conns, strconv.Atoi); err != nil {
 			return fmt.Errorf("parse --connections: %w", err)
+		}
+	}
+	if *batches != "" {
+		if cfg.IngestBatches, err = parseList(*batches, strconv.Atoi); err != nil {
+			return fmt.Errorf("parse --batches: %w", err)
 		}
 	}
 	logw := io.Discard
@@ -163,11 +169,16 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Mode = "url"
 	}
 	if *cpuProfile != "" {
-		stopProfile, err := startCPUProfile(*cpuProfile)
-		if err != nil {
-			return err
+		stopProfile := func() {}
+		defer func() { stopProfile() }()
+		cfg.BeforePhasesFunc = func() error {
+			stop, err := startCPUProfile(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			stopProfile = stop
+			return nil
 		}
-		defer stopProfile()
 	}
 	if *blockProfile != "" {
 		runtime.SetBlockProfileRate(int((100 * time.Microsecond).Nanoseconds()))
