@@ -95,3 +95,29 @@ func TestBenchPassesTheSQLiteSynchronousSetting(t *testing.T) {
 	require.NotEqual(t, 0, code, "an invalid value reaches the gateway's validation")
 	require.Contains(t, stderr.String(), "HOOKLANE_SQLITE_SYNCHRONOUS")
 }
+
+// TestBenchProfilesTheBatchesAskedFor: --batches narrows the ingest phase
+// and --cpuprofile writes a profile (gzipped protobuf) of the phases.
+func TestBenchProfilesTheBatchesAskedFor(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	prof, path := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "bench.json")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "--short", "--duration", "300ms", "--drain-timeout", "2m", "--phases", "ingest", "--batches", "100",
+		"--cpuprofile", prof, "--json", path}, func(string) string { return "" }, &stdout, &stderr)
+	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr.String(), stdout.String())
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var rep bench.Report
+	require.NoError(t, json.Unmarshal(raw, &rep))
+	require.Len(t, rep.Ingest, 1)
+	require.Equal(t, 100, rep.Ingest[0].Batch)
+	p, err := os.ReadFile(prof)
+	require.NoError(t, err)
+	require.Greater(t, len(p), 2)
+	require.Equal(t, []byte{0x1f, 0x8b}, p[:2], "a gzipped profile")
+
+	code = run([]string{"bench", "--short", "--batches", "1,50"}, func(string) string { return "" }, &stdout, &stderr)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, stderr.String(), "ingest batch sizes are 1 or 100, got 50")
+}
