@@ -103,8 +103,11 @@ func TestBenchProfilesTheBatchesAskedFor(t *testing.T) {
 	dir := t.TempDir()
 	prof, path := filepath.Join(dir, "cpu.prof"), filepath.Join(dir, "bench.json")
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"bench", "--short", "--duration", "300ms", "--drain-timeout", "2m", "--phases", "ingest", "--batches", "100",
-		"--cpuprofile", prof, "--json", path}, func(string) string { return "" }, &stdout, &stderr)
+	args := []string{
+		"bench", "--short", "--duration", "300ms", "--drain-timeout", "2m", "--phases", "ingest", "--batches", "100",
+		"--cpuprofile", prof, "--json", path,
+	}
+	code := run(args, func(string) string { return "" }, &stdout, &stderr)
 	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", stderr.String(), stdout.String())
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
