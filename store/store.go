@@ -6,7 +6,10 @@
 // boundary; callers branch on them with errors.Is.
 package store
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrNotFound is returned when the addressed record does not exist.
@@ -15,6 +18,11 @@ var (
 	// ErrConflict is returned when a write breaks a uniqueness rule or an
 	// optimistic-concurrency check (the record changed since it was read).
 	ErrConflict = errors.New("conflict")
+
+	// ErrStale is the ErrConflict of an optimistic-concurrency check: the
+	// record changed since the caller read it (errors.Is matches both).
+	// The caller reads it again and reapplies its change.
+	ErrStale = fmt.Errorf("%w: changed since it was read", ErrConflict)
 
 	// ErrClosed is returned by a store that has been closed.
 	ErrClosed = errors.New("store closed")

@@ -281,25 +281,59 @@ func (sub *Subscription) receives(code string) bool {
 // checks a new one, and stored. An `auth` or `tls` in the patch replaces
 // the stored one as a whole, and a secret in it sent as "***" keeps the
 // stored value (endpoint.go).
+//
+// The merge runs on the stored subscription as read; when another write
+// came before this one (an auto-disable, another instance's change), it
+// runs again on a fresh read (see update).
 func (s *Service) Patch(ctx context.Context, id string, merge func(*Subscription) error) (*Subscription, error) {
-	cur, err := s.get(ctx, id)
+	next, err := s.update(ctx, id, func(cur *Subscription) (*Subscription, error) {
+		next := *cur
+		ep := beginEndpointPatch(&next)
+		if err := merge(&next); err != nil {
+			return nil, err
+		}
+		ep.finish(&next, cur)
+		next.ID, next.CreatedAt, next.Secrets, next.Version = cur.ID, cur.CreatedAt, cur.Secrets, cur.Version
+		if err := s.Check(ctx, &next); err != nil {
+			return nil, err
+		}
+		return &next, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	next := *cur
-	ep := beginEndpointPatch(&next)
-	if err := merge(&next); err != nil {
-		return nil, err
+	return next, s.withCircuits(ctx, next)
+}
+
+// updateAttempts bounds how often update reads and applies a change again
+// when another write came between its read and its write.
+const updateAttempts = 5
+
+// update reads subscription id, applies change to what it read and stores
+// the result if the subscription is still as read (its version); when
+// another write came between (an auto-disable, another instance's change,
+// store.ErrStale), it starts again from a fresh read, so that no write puts
+// back what it did not see. Past updateAttempts the store.ErrStale is
+// returned.
+func (s *Service) update(ctx context.Context, id string, change func(cur *Subscription) (*Subscription, error)) (*Subscription, error) {
+	for attempt := 1; ; attempt++ {
+		cur, err := s.get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		next, err := change(cur)
+		if err != nil {
+			return nil, err
+		}
+		err = s.write(ctx, next)
+		if errors.Is(err, store.ErrStale) && attempt < updateAttempts {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return next, nil
 	}
-	ep.finish(&next, cur)
-	next.ID, next.CreatedAt, next.Secrets = cur.ID, cur.CreatedAt, cur.Secrets
-	if err := s.Check(ctx, &next); err != nil {
-		return nil, err
-	}
-	if err := s.write(ctx, &next); err != nil {
-		return nil, err
-	}
-	return &next, s.withCircuits(ctx, &next)
 }
 
 // write stores a changed subscription and reports the change, so it
@@ -311,7 +345,7 @@ func (s *Service) write(ctx context.Context, sub *Subscription) error {
 		sub.StatusReason = nil
 	}
 	if err := s.cfg.Store.SubscriptionUpdate(ctx, sub); err != nil {
-		if errors.Is(err, store.ErrConflict) {
+		if errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrStale) {
 			return codeConflict(sub)
 		}
 		return fmt.Errorf("update subscription %s: %w", sub.ID, err)
@@ -321,15 +355,10 @@ func (s *Service) write(ctx context.Context, sub *Subscription) error {
 }
 
 func (s *Service) setStatus(ctx context.Context, id string, status Status) (*Subscription, error) {
-	sub, err := s.get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	sub.Status = status
-	if err := s.write(ctx, sub); err != nil {
-		return nil, err
-	}
-	return sub, nil
+	return s.update(ctx, id, func(cur *Subscription) (*Subscription, error) {
+		cur.Status = status
+		return cur, nil
+	})
 }
 
 // Pause stops a subscription from matching new events; its jobs that come
@@ -381,27 +410,27 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 // expired secret is dropped). It returns the new secret and when the
 // previous ones stop signing.
 func (s *Service) RotateSecret(ctx context.Context, id string) (secret string, previousExpiresAt time.Time, err error) {
-	sub, err := s.get(ctx, id)
+	var expires time.Time
+	sub, err := s.update(ctx, id, func(cur *Subscription) (*Subscription, error) {
+		now := s.now()
+		expires = now.Add(SecretOverlap)
+		kept := []Secret{{Value: NewSecret()}}
+		for _, old := range cur.Secrets {
+			if old.ExpiresAt != nil && !old.ExpiresAt.After(now) {
+				continue
+			}
+			if old.ExpiresAt == nil {
+				old.ExpiresAt = &expires
+			}
+			kept = append(kept, old)
+		}
+		cur.Secrets = kept
+		return cur, nil
+	})
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	now := s.now()
-	expires := now.Add(SecretOverlap)
-	kept := []Secret{{Value: NewSecret()}}
-	for _, old := range sub.Secrets {
-		if old.ExpiresAt != nil && !old.ExpiresAt.After(now) {
-			continue
-		}
-		if old.ExpiresAt == nil {
-			old.ExpiresAt = &expires
-		}
-		kept = append(kept, old)
-	}
-	sub.Secrets = kept
-	if err := s.write(ctx, sub); err != nil {
-		return "", time.Time{}, err
-	}
-	return kept[0].Value, expires, nil
+	return sub.Secrets[0].Value, expires, nil
 }
 
 // Secrets returns the secrets that sign a subscription's deliveries now:

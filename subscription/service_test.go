@@ -436,3 +436,61 @@ func TestNewServicePanicsWithoutPorts(t *testing.T) {
 	t.Parallel()
 	require.Panics(t, func() { subscription.NewService(subscription.ServiceConfig{}) })
 }
+
+// TestServicePatchDoesNotUndoAnAutoDisable: the gateway disables the
+// subscription between a PATCH's read and its write (here inside the
+// merge, which runs in between). Before versions, the PATCH wrote back the
+// ACTIVE status it had read; now its write is refused as stale and the
+// merge runs again on a fresh read: the patch applies and the
+// subscription stays PAUSED with its reason. A pause from another caller
+// in between is kept the same way, and so are rotations.
+func TestServicePatchDoesNotUndoAnAutoDisable(t *testing.T) {
+	t.Parallel()
+	b := setupService(t, true)
+	ctx := t.Context()
+	sub := newSub("s1", "a.b")
+	_, err := b.svc.Create(ctx, sub, nil)
+	require.NoError(t, err)
+
+	merges := 0
+	next, err := b.svc.Patch(ctx, sub.ID, func(s *subscription.Subscription) error {
+		merges++
+		if merges == 1 {
+			changed, err := b.store.SubscriptionDisable(ctx, &dispatch.SubscriptionDisableParams{
+				SubscriptionID: sub.ID, Reason: "every attempt failed", At: b.clock(),
+			})
+			require.NoError(t, err)
+			require.True(t, changed)
+		}
+		s.Name = "renamed"
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, merges, "the merge ran again on a fresh read")
+	require.Equal(t, "renamed", next.Name)
+	require.Equal(t, subscription.StatusPaused, next.Status)
+	got, err := b.svc.Get(ctx, sub.ID)
+	require.NoError(t, err)
+	require.Equal(t, subscription.StatusPaused, got.Status, "the auto-disable stands")
+	require.NotNil(t, got.StatusReason)
+	require.Equal(t, "renamed", got.Name)
+
+	// A rotation racing a patch: both apply.
+	rotations := 0
+	_, err = b.svc.Patch(ctx, sub.ID, func(s *subscription.Subscription) error {
+		rotations++
+		if rotations == 1 {
+			_, _, err := b.svc.RotateSecret(ctx, sub.ID)
+			require.NoError(t, err)
+		}
+		s.Description = "patched after a rotation"
+		return nil
+	})
+	require.NoError(t, err)
+	secrets, err := b.svc.Secrets(ctx, sub.ID)
+	require.NoError(t, err)
+	require.Len(t, secrets, 2, "the rotation was not undone by the patch")
+	got, err = b.svc.Get(ctx, sub.ID)
+	require.NoError(t, err)
+	require.Equal(t, "patched after a rotation", got.Description)
+}

@@ -66,6 +66,11 @@ type Subscription struct {
 	Secrets   []Secret  `json:"-"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// Version counts the stored subscription's writes. An update names the
+	// version it read and fails with store.ErrStale when another write came
+	// between (an auto-disable, another instance's change), so that no
+	// write puts back what it did not see. Kept by the store, not shown.
+	Version int64 `json:"-"`
 }
 
 // Binding ties a subscription to an event type code or pattern.

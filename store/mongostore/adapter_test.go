@@ -358,3 +358,31 @@ func (p *proxy) stop() {
 		p.wg.Wait()
 	})
 }
+
+// TestSubscriptionStoredWithoutVersionGetsOne: a subscription stored before
+// versions existed (no "version" field) is given version 0 when a store
+// opens the database, so that it can be updated (the version check needs
+// the version it read).
+func TestSubscriptionStoredWithoutVersionGetsOne(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	db := b.env.newDatabase(t)
+	first := b.env.open(t, db, nil)
+	sub := &subscription.Subscription{
+		ID: b.ids.New(), Code: "legacy", Status: subscription.StatusActive, Target: "http://127.0.0.1:9/hook",
+		Mode: dispatch.ModeImmediate, Delivery: dispatch.DeliveryPush, TimeoutSeconds: 10,
+		CreatedAt: baseTime(), UpdatedAt: baseTime(),
+	}
+	require.NoError(t, first.SubscriptionInsert(b.ctx, sub))
+	_, err := b.env.admin.Database(db).Collection("subscriptions").UpdateOne(b.ctx,
+		bson.D{{Key: "_id", Value: sub.ID}}, bson.D{{Key: "$unset", Value: bson.D{{Key: "version", Value: ""}}}})
+	require.NoError(t, err)
+
+	second := b.env.open(t, db, nil) // prepares the database again
+	got, err := second.SubscriptionGetByID(b.ctx, sub.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), got.Version)
+	got.Name = "updated"
+	require.NoError(t, second.SubscriptionUpdate(b.ctx, got))
+	require.Equal(t, int64(1), got.Version)
+}

@@ -134,8 +134,13 @@ func (s *Store) CircuitDelete(ctx context.Context, subscriptionID string) error 
 	return nil
 }
 
-// SubscriptionDisable pauses an ACTIVE subscription with a status reason,
+// SubscriptionDisable pauses an ACTIVE subscription with a status reason
+// and grows its version (so an update that read it before fails as stale),
 // then stores the status events and bumps the subscription generation.
+// On MongoDB the filtered update is atomic against SubscriptionUpdate's
+// filtered replace; FerretDB v1 runs both as a read and a write, and this
+// update takes no write guard, so there the two can still interleave (the
+// local test stack only).
 func (s *Store) SubscriptionDisable(ctx context.Context, p *dispatch.SubscriptionDisableParams) (bool, error) {
 	if err := s.check(); err != nil {
 		return false, err
@@ -146,7 +151,7 @@ func (s *Store) SubscriptionDisable(ctx context.Context, p *dispatch.Subscriptio
 			{Key: "status", Value: string(subscription.StatusPaused)},
 			{Key: "statusReason", Value: p.Reason},
 			{Key: "updatedAt", Value: ms(p.At)},
-		}}})
+		}}, {Key: "$inc", Value: bson.D{{Key: "version", Value: 1}}}})
 	if err != nil {
 		return false, fmt.Errorf("disable subscription %s: %w", p.SubscriptionID, translate(ctx, err))
 	}

@@ -31,10 +31,10 @@ type guardDoc struct {
 }
 
 // replaceVersioned replaces document id of c with doc when its versionField
-// equals expected: the optimistic lock of JobUpdate and EventTypeUpdate. It
-// returns store.ErrConflict when the stored version differs (or another
-// writer is moving it from the same version right now) and store.ErrNotFound
-// when the document is gone.
+// equals expected: the optimistic lock of JobUpdate, EventTypeUpdate and
+// SubscriptionUpdate. It returns store.ErrStale (an ErrConflict) when the
+// stored version differs (or another writer is moving it from the same
+// version right now) and store.ErrNotFound when the document is gone.
 //
 // On MongoDB the filtered ReplaceOne alone is atomic. FerretDB v1 runs it as
 // a read followed by an unconditional write, so two writers holding the same
@@ -54,7 +54,7 @@ func (s *Store) replaceVersioned(ctx context.Context, c *mongo.Collection, id, v
 		return err
 	}
 	if !acquired {
-		return s.missingOr(ctx, c, id, store.ErrConflict)
+		return s.missingOr(ctx, c, id, store.ErrStale)
 	}
 	defer s.releaseGuard(ctx, key)
 	return s.replaceIfVersionByID(ctx, c, id, versionField, expected, doc)
@@ -74,7 +74,7 @@ func (s *Store) replaceIfVersionByID(ctx context.Context, c *mongo.Collection, i
 		return translate(ctx, err)
 	}
 	if v, ok := asInt64(cur[versionField]); !ok || v != expected {
-		return store.ErrConflict
+		return store.ErrStale
 	}
 	res, err := c.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, doc)
 	if err != nil {
@@ -105,7 +105,7 @@ func (s *Store) replaceIfVersion(ctx context.Context, c *mongo.Collection, id, v
 		return translate(ctx, err)
 	}
 	if res.MatchedCount == 0 {
-		return s.missingOr(ctx, c, id, store.ErrConflict)
+		return s.missingOr(ctx, c, id, store.ErrStale)
 	}
 	return nil
 }

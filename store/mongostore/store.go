@@ -208,7 +208,25 @@ func (s *Store) prepare(ctx context.Context) error {
 		return err
 	}
 	s.writeGuards = guards
+	if err := s.prepareSubscriptionVersions(ctx); err != nil {
+		return err
+	}
 	return s.prepareClients(ctx)
+}
+
+// prepareSubscriptionVersions gives version 0 to subscriptions stored
+// before versions existed, so that their updates find the version they
+// read.
+func (s *Store) prepareSubscriptionVersions(ctx context.Context) error {
+	res, err := s.subscriptions.UpdateMany(ctx, bson.D{{Key: "version", Value: bson.D{{Key: "$exists", Value: false}}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "version", Value: int64(0)}}}})
+	if err != nil {
+		return fmt.Errorf("give subscriptions a version: %w", translate(ctx, err))
+	}
+	if res.ModifiedCount > 0 {
+		s.logger.InfoContext(ctx, "subscriptions given a version", "count", res.ModifiedCount)
+	}
+	return nil
 }
 
 // Ping reports whether the database is reachable: nil, or an error wrapping

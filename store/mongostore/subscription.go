@@ -46,6 +46,9 @@ type subscriptionDoc struct {
 	Secrets        []secretDoc   `bson:"secrets"`
 	CreatedAt      time.Time     `bson:"createdAt"`
 	UpdatedAt      time.Time     `bson:"updatedAt"`
+	// Version grows with every write (subscription.Subscription.Version);
+	// documents stored before it existed get 0 in prepare.
+	Version int64 `bson:"version"`
 }
 
 type bindingDoc struct {
@@ -119,6 +122,7 @@ func toSubscriptionDoc(s *subscription.Subscription) *subscriptionDoc {
 		}),
 		CreatedAt: ms(s.CreatedAt),
 		UpdatedAt: ms(s.UpdatedAt),
+		Version:   s.Version,
 	}
 	for _, b := range s.EventTypes {
 		d.EventTypeCodes = append(d.EventTypeCodes, b.EventTypeCode)
@@ -166,6 +170,7 @@ func (d *subscriptionDoc) asDomain() *subscription.Subscription {
 		}),
 		CreatedAt: utc(d.CreatedAt),
 		UpdatedAt: utc(d.UpdatedAt),
+		Version:   d.Version,
 	}
 }
 
@@ -257,9 +262,10 @@ func (s *Store) SubscriptionListAll(ctx context.Context) ([]*subscription.Subscr
 	return out, nil
 }
 
-// SubscriptionUpdate replaces a stored subscription, found by id;
-// store.ErrConflict when its (clientId, code) now clashes,
-// store.ErrNotFound when it is gone.
+// SubscriptionUpdate replaces a stored subscription, found by id, when its
+// version is still sub.Version, and grows the version; store.ErrStale when
+// another write came first, store.ErrConflict when its (clientId, code) now
+// clashes, store.ErrNotFound when it is gone.
 func (s *Store) SubscriptionUpdate(ctx context.Context, sub *subscription.Subscription) error {
 	if err := s.check(); err != nil {
 		return err
@@ -268,13 +274,11 @@ func (s *Store) SubscriptionUpdate(ctx context.Context, sub *subscription.Subscr
 	if err != nil {
 		return fmt.Errorf("update subscription %s: %w", sub.ID, err)
 	}
-	res, err := s.subscriptions.ReplaceOne(ctx, bson.D{{Key: "_id", Value: sub.ID}}, doc)
-	if err != nil {
-		return fmt.Errorf("update subscription %s: %w", sub.ID, translate(ctx, err))
+	doc.Version = sub.Version + 1
+	if err := s.replaceVersioned(ctx, s.subscriptions, sub.ID, "version", sub.Version, doc); err != nil {
+		return fmt.Errorf("update subscription %s: %w", sub.ID, err)
 	}
-	if res.MatchedCount == 0 {
-		return fmt.Errorf("update subscription %s: %w", sub.ID, store.ErrNotFound)
-	}
+	sub.Version++
 	if err := s.bumpGeneration(ctx, genSubscriptions); err != nil {
 		return fmt.Errorf("update subscription %s: %w", sub.ID, err)
 	}

@@ -160,7 +160,7 @@ func (s *Store) SubscriptionDisable(ctx context.Context, p *dispatch.Subscriptio
 		changed = false
 		// The document keeps status and updatedAt as its JSON (time.Time's
 		// RFC 3339 form), which json_set rewrites in place.
-		res, err := tx.ExecContext(ctx, `UPDATE subscriptions SET status = ?, status_reason = ?,
+		res, err := tx.ExecContext(ctx, `UPDATE subscriptions SET status = ?, status_reason = ?, version = version + 1,
 			doc = json_set(doc, '$.status', ?, '$.updatedAt', ?) WHERE id = ? AND status = ?`,
 			string(subscription.StatusPaused), p.Reason, string(subscription.StatusPaused),
 			msUTC(p.At).Format(time.RFC3339Nano), p.SubscriptionID, string(subscription.StatusActive))

@@ -4,13 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/subscription"
 )
 
-const subscriptionColumns = `secrets, doc, status_reason`
+const subscriptionColumns = `secrets, doc, status_reason, version`
 
 // subscriptionDocument is the stored form of a subscription, without the
 // API's MarshalJSON. Its secrets and status reason, which have no JSON
@@ -92,7 +94,8 @@ func (s *Store) scanSubscription(r rowScanner) (*subscription.Subscription, erro
 func scanSubscriptionSealed(r rowScanner) (*subscription.Subscription, error) {
 	var secrets, doc []byte
 	var reason sql.NullString
-	if err := r.Scan(&secrets, &doc, &reason); err != nil {
+	var version int64
+	if err := r.Scan(&secrets, &doc, &reason, &version); err != nil {
 		return nil, err
 	}
 	sub := &subscription.Subscription{}
@@ -105,6 +108,7 @@ func scanSubscriptionSealed(r rowScanner) (*subscription.Subscription, error) {
 	if reason.Valid {
 		sub.StatusReason = &reason.String
 	}
+	sub.Version = version
 	return sub, nil
 }
 
@@ -203,8 +207,16 @@ func (s *Store) SubscriptionUpdate(ctx context.Context, sub *subscription.Subscr
 		return err
 	}
 	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
-		if err := execOne(ctx, tx, `UPDATE subscriptions SET code = ?, client_key = ?, status = ?, secrets = ?,
-			doc = ?, status_reason = ? WHERE id = ?`, r.code, r.clientKey, r.status, r.secrets, r.doc, r.statusReason, r.id); err != nil {
+		err := execOne(ctx, tx, `UPDATE subscriptions SET code = ?, client_key = ?, status = ?, secrets = ?,
+			doc = ?, status_reason = ?, version = version + 1 WHERE id = ? AND version = ?`,
+			r.code, r.clientKey, r.status, r.secrets, r.doc, r.statusReason, r.id, sub.Version)
+		if errors.Is(err, store.ErrNotFound) {
+			var exists int
+			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM subscriptions WHERE id = ?`, r.id).Scan(&exists); err == nil {
+				return store.ErrStale
+			}
+		}
+		if err != nil {
 			return err
 		}
 		return bumpGeneration(ctx, tx, "subscriptions")
@@ -212,6 +224,7 @@ func (s *Store) SubscriptionUpdate(ctx context.Context, sub *subscription.Subscr
 	if err != nil {
 		return fmt.Errorf("update subscription %s: %w", r.id, s.translate(err))
 	}
+	sub.Version++
 	return nil
 }
 

@@ -132,7 +132,8 @@ func testCircuit(t *testing.T, newStore NewStoreFunc) {
 		want.Status = subscription.StatusPaused
 		want.StatusReason = new("every attempt failed")
 		want.UpdatedAt = at
-		require.Equal(t, &want, got, "only status, statusReason and updatedAt change")
+		want.Version = sub.Version + 1
+		require.Equal(t, &want, got, "only status, statusReason and updatedAt change, and the version grows")
 		events, err := b.store.StatusEventListBySubject(b.ctx, sub.ID)
 		require.NoError(t, err)
 		require.Equal(t, []stream.Event{ev}, events)

@@ -141,6 +141,48 @@ func testSubscription(t *testing.T, newStore NewStoreFunc) {
 		require.NoError(t, b.store.SubscriptionInsert(b.ctx, b.newSubscription("orders", nil)), "a deleted subscription's pair is free")
 	})
 
+	t.Run("UpdateIsVersionChecked", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		s := b.newSubscription("orders", nil)
+		require.NoError(t, b.store.SubscriptionInsert(b.ctx, s))
+		first, err := b.store.SubscriptionGetByID(b.ctx, s.ID)
+		require.NoError(t, err)
+		second, err := b.store.SubscriptionGetByID(b.ctx, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, first.Version, second.Version)
+
+		// Two writers read the same version: the first wins, the second is
+		// told the subscription changed since it read it.
+		first.Name = "first"
+		require.NoError(t, b.store.SubscriptionUpdate(b.ctx, first))
+		require.Equal(t, second.Version+1, first.Version, "the caller's copy follows the stored version")
+		second.Name = "second"
+		err = b.store.SubscriptionUpdate(b.ctx, second)
+		require.ErrorIs(t, err, store.ErrStale)
+		require.ErrorIs(t, err, store.ErrConflict, "a stale write is a conflict to callers that do not tell them apart")
+		got, err := b.store.SubscriptionGetByID(b.ctx, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, first, got, "a stale write changes nothing")
+
+		// An auto-disable between a read and its write: the write must not
+		// put the subscription back to ACTIVE.
+		read, err := b.store.SubscriptionGetByID(b.ctx, s.ID)
+		require.NoError(t, err)
+		changed, err := b.store.SubscriptionDisable(b.ctx, &dispatch.SubscriptionDisableParams{
+			SubscriptionID: s.ID, Reason: "every attempt failed", At: baseTime().Add(time.Hour),
+		})
+		require.NoError(t, err)
+		require.True(t, changed)
+		read.Description = "edited while the gateway disabled it"
+		require.ErrorIs(t, b.store.SubscriptionUpdate(b.ctx, read), store.ErrStale)
+		got, err = b.store.SubscriptionGetByID(b.ctx, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, subscription.StatusPaused, got.Status)
+		got.Description = read.Description
+		require.NoError(t, b.store.SubscriptionUpdate(b.ctx, got), "written again from a fresh read")
+	})
+
 	t.Run("GenerationGrows", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)
