@@ -114,7 +114,7 @@ func (s *Store) CircuitUpdate(ctx context.Context, p *dispatch.CircuitUpdatePara
 				return err
 			}
 			if n, err := res.RowsAffected(); err != nil || n == 0 {
-				return errors.Join(err, fmt.Errorf("%w: stored version is not %d", store.ErrConflict, c.Version))
+				return errors.Join(err, fmt.Errorf("%w: stored version is not %d", store.ErrStale, c.Version))
 			}
 		}
 		for _, e := range events {
@@ -172,13 +172,7 @@ func (s *Store) SubscriptionDisable(ctx context.Context, p *dispatch.Subscriptio
 			return err //nolint:wrapcheck // wrapped below
 		}
 		if n == 0 {
-			var exists int
-			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM subscriptions WHERE id = ?`, p.SubscriptionID).Scan(&exists); errors.Is(err, sql.ErrNoRows) {
-				return store.ErrNotFound
-			} else if err != nil {
-				return err //nolint:wrapcheck // wrapped below
-			}
-			return nil
+			return missingOr(ctx, tx, "subscriptions", "id", p.SubscriptionID, nil)
 		}
 		changed = true
 		for _, e := range events {

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,13 +144,7 @@ func (s *Store) EventTypeUpdate(ctx context.Context, t *schema.EventType) error 
 		err := execOne(ctx, tx, `UPDATE event_types SET status = ?, doc = ?, revision = revision + 1
 			WHERE code = ? AND revision = ?`, status, doc, code, revision)
 		if errors.Is(err, store.ErrNotFound) {
-			var exists int
-			switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM event_types WHERE code = ?`, code).Scan(&exists); {
-			case err == nil:
-				return fmt.Errorf("%w: stored revision is not %d", store.ErrConflict, revision)
-			case !errors.Is(err, sql.ErrNoRows):
-				return err //nolint:wrapcheck // wrapped below
-			}
+			return missingOr(ctx, tx, "event_types", "code", code, fmt.Errorf("%w: stored revision is not %d", store.ErrStale, revision))
 		}
 		if err != nil {
 			return err

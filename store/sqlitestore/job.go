@@ -2,9 +2,7 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -343,15 +341,7 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 			}
 		}
 		if n == 0 {
-			var exists int
-			err := tx.QueryRowContext(ctx, `SELECT 1 FROM jobs WHERE id = ?`, r.id).Scan(&exists)
-			if errors.Is(err, sql.ErrNoRows) {
-				return store.ErrNotFound
-			}
-			if err != nil {
-				return err //nolint:wrapcheck // wrapped below
-			}
-			return fmt.Errorf("%w: stored version is not %d", store.ErrConflict, r.version)
+			return missingOr(ctx, tx, "jobs", "id", r.id, fmt.Errorf("%w: stored version is not %d", store.ErrStale, r.version))
 		}
 		for _, e := range events {
 			if err := insertStatusEvent(ctx, tx, e); err != nil {

@@ -2,7 +2,9 @@ package sqlitestore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/hooklane/hooklane/dispatch"
@@ -153,6 +155,22 @@ func execOne(ctx context.Context, tx *writeTx, query string, args ...any) error 
 		return store.ErrNotFound
 	}
 	return nil
+}
+
+// missingOr tells apart why a conditional write matched no row:
+// store.ErrNotFound when no row of table has keyColumn = key, otherwise
+// (the row is there, its condition did not hold). table and keyColumn are
+// the adapter's own names, never input.
+func missingOr(ctx context.Context, tx *writeTx, table, keyColumn, key string, otherwise error) error {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM `+table+` WHERE `+keyColumn+` = ?`, key).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return store.ErrNotFound
+	case err != nil:
+		return err //nolint:wrapcheck // the callers wrap it with their action
+	}
+	return otherwise
 }
 
 // bumpGeneration grows the named generation counter.

@@ -172,11 +172,7 @@ func (s *Store) ReplayUpdate(ctx context.Context, r *replay.Replay) error {
 		if n == 1 {
 			return nil
 		}
-		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM replays WHERE id = ?`, id).Scan(&one); err != nil {
-			return err //nolint:wrapcheck // sql.ErrNoRows is translated to store.ErrNotFound below
-		}
-		return store.ErrConflict
+		return missingOr(ctx, tx, "replays", "id", id, store.ErrStale)
 	})
 	if err != nil {
 		return fmt.Errorf("update replay %s at version %d: %w", id, version, s.translate(err))

@@ -211,10 +211,7 @@ func (s *Store) SubscriptionUpdate(ctx context.Context, sub *subscription.Subscr
 			doc = ?, status_reason = ?, version = version + 1 WHERE id = ? AND version = ?`,
 			r.code, r.clientKey, r.status, r.secrets, r.doc, r.statusReason, r.id, sub.Version)
 		if errors.Is(err, store.ErrNotFound) {
-			var exists int
-			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM subscriptions WHERE id = ?`, r.id).Scan(&exists); err == nil {
-				return store.ErrStale
-			}
+			return missingOr(ctx, tx, "subscriptions", "id", r.id, store.ErrStale)
 		}
 		if err != nil {
 			return err

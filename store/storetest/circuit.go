@@ -62,7 +62,7 @@ func testCircuit(t *testing.T, newStore NewStoreFunc) {
 		stale := *got // still at version 1: a racing writer that lost
 		stale.State = dispatch.CircuitHalfOpen
 		stale.ProbeJobID = "job-2"
-		require.ErrorIs(t, b.store.CircuitUpdate(b.ctx, &dispatch.CircuitUpdateParams{Circuit: &stale}), store.ErrConflict)
+		require.ErrorIs(t, b.store.CircuitUpdate(b.ctx, &dispatch.CircuitUpdateParams{Circuit: &stale}), store.ErrStale)
 		require.EqualValues(t, 1, stale.Version, "a refused write leaves the version")
 
 		got, err = b.store.CircuitGet(b.ctx, "sub-1")

@@ -83,7 +83,7 @@ func testEventType(t *testing.T, newStore NewStoreFunc) {
 		require.Equal(t, et, got)
 
 		stale.Name = "lost update"
-		require.ErrorIs(t, b.store.EventTypeUpdate(b.ctx, &stale), store.ErrConflict)
+		require.ErrorIs(t, b.store.EventTypeUpdate(b.ctx, &stale), store.ErrStale)
 		require.Equal(t, int64(1), stale.Revision)
 		got, err = b.store.EventTypeGet(b.ctx, et.Code)
 		require.NoError(t, err)

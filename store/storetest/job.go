@@ -151,7 +151,7 @@ func testJob(t *testing.T, newStore NewStoreFunc) {
 		stale.Status = dispatch.StatusCancelled
 		lost := b.statusEvent(stream.TypeDispatchCancelled, orig.ID, baseTime())
 		err = b.store.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: &stale, Events: []stream.Event{lost}})
-		require.ErrorIs(t, err, store.ErrConflict)
+		require.ErrorIs(t, err, store.ErrStale)
 		require.Equal(t, int64(1), stale.Version, "a refused update leaves the version")
 		got, err = b.store.JobGetByID(b.ctx, orig.ID)
 		require.NoError(t, err)

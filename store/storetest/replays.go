@@ -63,7 +63,7 @@ func testReplay(t *testing.T, newStore NewStoreFunc) {
 		require.NoError(t, err)
 		require.Equal(t, r, got)
 
-		require.ErrorIs(t, b.store.ReplayUpdate(b.ctx, &stale), store.ErrConflict, "a stale version loses")
+		require.ErrorIs(t, b.store.ReplayUpdate(b.ctx, &stale), store.ErrStale, "a stale version loses")
 		require.ErrorIs(t, b.store.ReplayUpdate(b.ctx, b.newReplay(nil)), store.ErrNotFound)
 	})
 

@@ -19,8 +19,10 @@ type NewStoreFunc func(tb testing.TB) Store
 //     are compared exactly.
 //   - A freshly inserted job has Version 1 and an inserted event type
 //     Revision 1; the insert also sets that number on the passed value.
-//   - JobUpdate and EventTypeUpdate return store.ErrNotFound for a missing
-//     record and store.ErrConflict for a stale version or revision.
+//   - JobUpdate, EventTypeUpdate, CircuitUpdate, ReplayUpdate and
+//     SubscriptionUpdate return store.ErrNotFound for a missing record and
+//     store.ErrStale (which is also a store.ErrConflict) for a stale version
+//     or revision.
 //   - Cursors are opaque strings; a page with no further page has an empty
 //     NextCursor.
 //   - After Close every method returns an error matching store.ErrClosed, and
