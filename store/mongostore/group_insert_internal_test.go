@@ -12,7 +12,7 @@ import (
 )
 
 const (
-	testWait = 5 * time.Second
+	testWait = 60 * time.Second
 	testTick = time.Millisecond
 )
 
@@ -61,8 +61,17 @@ func TestGroupInserterSharesInserts(t *testing.T) {
 	}
 	require.EqualValues(t, 2, calls.Load(), "the 49 waiting callers shared one insert")
 
+	// The shared insert's leader hands out the outcome before it gives up
+	// the lead: wait for that, or the next caller could find it running.
+	require.Eventually(t, func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return !g.running
+	}, testWait, testTick)
 	require.NoError(t, g.Insert(ctx, []any{callers}))
 	require.EqualValues(t, 3, calls.Load(), "a lone caller inserts at once")
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	require.False(t, g.running)
 }
 
