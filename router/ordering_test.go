@@ -173,17 +173,20 @@ func TestImmediateRunsInParallel(t *testing.T) {
 	var mu sync.Mutex
 	inFlight := 0
 	all := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		inFlight++
 		if inFlight == n {
 			close(all)
 		}
 		mu.Unlock()
+		// Held until all are in flight, or until the delivery gives up:
+		// the jobs allow a minute, since on a loaded machine the eighth
+		// request can come seconds after the first.
 		select {
 		case <-all:
 			w.WriteHeader(http.StatusOK)
-		case <-time.After(10 * time.Second):
+		case <-r.Context().Done():
 			w.WriteHeader(http.StatusInternalServerError)
 		}
 	}))
@@ -191,11 +194,13 @@ func TestImmediateRunsInParallel(t *testing.T) {
 	g := newGW(t, gwOptions{})
 	var jobs []*dispatch.Job
 	for range n {
-		jobs = append(jobs, g.taskJob(srv.URL, dispatch.ModeImmediate, "same-group", dispatch.Retry{MaxAttempts: 1}))
+		j := g.taskJob(srv.URL, dispatch.ModeImmediate, "same-group", dispatch.Retry{MaxAttempts: 1})
+		j.TimeoutSeconds = 60
+		jobs = append(jobs, j)
 	}
 	g.submit(jobs...)
 	for _, j := range jobs {
-		done := g.waitStatus(j.ID, dispatch.StatusCompleted, 60*time.Second)
+		done := g.waitStatus(j.ID, dispatch.StatusCompleted, 90*time.Second)
 		require.Equal(t, 1, done.AttemptCount)
 	}
 }
