@@ -206,9 +206,10 @@ func TestMaxAge(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	g := newGW(t, gwOptions{})
-	// Backoff at least 5 s (initial 10 s, jitter [d/2, d]) > max age 3 s.
-	j := g.taskJob(srv.URL, dispatch.ModeImmediate, "", dispatch.Retry{MaxAttempts: 10, InitialBackoffSeconds: 10, MaxBackoffSeconds: 60})
-	j.MaxAgeSeconds = 3
+	// Backoff at least 30 s (initial 60 s, jitter [d/2, d]) > max age 20 s,
+	// which leaves a loaded machine 20 s for the first attempt.
+	j := g.taskJob(srv.URL, dispatch.ModeImmediate, "", dispatch.Retry{MaxAttempts: 10, InitialBackoffSeconds: 60, MaxBackoffSeconds: 120})
+	j.MaxAgeSeconds = 20
 	g.submit(j)
 	done := g.waitStatus(j.ID, dispatch.StatusError, 30*time.Second)
 	require.Equal(t, 1, done.AttemptCount)
