@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,11 +133,17 @@ func (f *isolationFixture) urls(path string) []string {
 	return out
 }
 
-// fetch sends one request and returns its status and as much of its body
-// as arrives within a second (the stream never ends by itself).
-func (f *isolationFixture) fetch(t *testing.T, method, url, key string) (int, string) {
+// streamWindow is how long fetch and readWS read a stream, which never
+// ends by itself: the window in which a leak would show.
+const streamWindow = 1500 * time.Millisecond
+
+// fetch sends one request and returns its status and body. Of a stream it
+// returns what arrives within streamWindow of its headers, and, when until
+// is given, up to the first chunk holding until (for up to a minute: on a
+// loaded machine the stream may be slower than the window).
+func (f *isolationFixture) fetch(t *testing.T, method, url, key string, until ...string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	var body io.Reader
 	if method != http.MethodGet && method != http.MethodHead {
@@ -148,11 +156,35 @@ func (f *isolationFixture) fetch(t *testing.T, method, url, key string) (int, st
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err, "%s %s", method, url)
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "deadline") {
-		require.NoError(t, err)
+	var mu sync.Mutex
+	found, windowOver := len(until) == 0, false
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		stop := time.AfterFunc(streamWindow, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			windowOver = true
+			if found {
+				cancel()
+			}
+		})
+		defer stop.Stop()
 	}
-	return resp.StatusCode, string(raw)
+	var raw strings.Builder
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		raw.Write(buf[:n])
+		mu.Lock()
+		if !found {
+			found = strings.Contains(raw.String(), until[0])
+		}
+		done := found && windowOver
+		mu.Unlock()
+		if done || errors.Is(err, io.EOF) || ctx.Err() != nil {
+			return resp.StatusCode, raw.String()
+		}
+		require.NoError(t, err, "%s %s", method, url)
+	}
 }
 
 // TestScopedKeysSeeNoOtherClient walks every route registered on the
@@ -204,7 +236,7 @@ func TestScopedKeysSeeNoOtherClient(t *testing.T) {
 	status, body := f.fetch(t, http.MethodGet, "/api/subscriptions/"+f.acmeSub, "k-acme-admin-0123")
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, body, acmeMarker)
-	status, body = f.fetch(t, http.MethodGet, "/api/stream?since=2000-01-01T00:00:00Z", "k-acme-viewer-0123")
+	status, body = f.fetch(t, http.MethodGet, "/api/stream?since=2000-01-01T00:00:00Z", "k-acme-viewer-0123", acmeMarker)
 	require.Equal(t, http.StatusOK, status)
 	require.Contains(t, body, acmeMarker, "acme's stream carries its dispatch messages")
 	require.NotContains(t, body, platformMarker, "but not the platform's")
@@ -218,15 +250,22 @@ func TestScopedKeysSeeNoOtherClient(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, body)
 }
 
-// readWS reads the connection's messages for a while and returns them
-// joined, as raw JSON.
-func readWS(t *testing.T, conn *websocket.Conn, d time.Duration) string {
+// readWS reads the connection's messages for streamWindow, and on until
+// each of want arrived (for up to a minute), and returns them joined, as
+// raw JSON.
+func readWS(t *testing.T, conn *websocket.Conn, want ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), d)
+	windowEnd := time.Now().Add(streamWindow)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	var b strings.Builder
 	for {
-		_, data, err := conn.Read(ctx)
+		rctx, cancelRead := ctx, context.CancelFunc(func() {})
+		if !slices.ContainsFunc(want, func(w string) bool { return !strings.Contains(b.String(), w) }) {
+			rctx, cancelRead = context.WithDeadline(ctx, windowEnd)
+		}
+		_, data, err := conn.Read(rctx)
+		cancelRead()
 		if err != nil {
 			return b.String()
 		}
@@ -255,7 +294,7 @@ func TestScopedWebSocketSeesOnlyItsClient(t *testing.T) {
 	globex := dial(f.globexToken)
 	wsSend(t, globex, map[string]any{"action": "subscribe", "subscriptionId": "other", "filters": map[string]any{"clients": "acme", "since": since["since"]}})
 	wsSend(t, globex, map[string]any{"action": "subscribe", "subscriptionId": "all", "filters": since})
-	got := readWS(t, globex, 1500*time.Millisecond)
+	got := readWS(t, globex, `"subscriptionId":"other","error":"forbidden`, `"subscriptionId":"all","status":"subscribed"`)
 	require.Contains(t, got, `"subscriptionId":"other","error":"forbidden`)
 	require.Contains(t, got, `"subscriptionId":"all","status":"subscribed"`)
 	for _, leak := range []string{acmeMarker, platformMarker} {
@@ -264,7 +303,7 @@ func TestScopedWebSocketSeesOnlyItsClient(t *testing.T) {
 
 	acme := dial("k-acme-viewer-0123")
 	wsSend(t, acme, map[string]any{"action": "subscribe", "subscriptionId": "all", "filters": since})
-	got = readWS(t, acme, 1500*time.Millisecond)
+	got = readWS(t, acme, acmeMarker)
 	require.Contains(t, got, acmeMarker, "acme's stream carries its messages")
 	require.NotContains(t, got, platformMarker, "but not the platform's")
 }
