@@ -161,13 +161,19 @@ func TestMultiInstanceNoLossAndOrdering(t *testing.T) {
 		"eventTypes":[{"eventTypeCode":"multi.order.created"}],"target":"`+recv.srv.URL+`"}`)
 	require.Equal(t, http.StatusCreated, status, "%s", body)
 	// Both instances must see the subscription before events flow through
-	// b: its cache checks the store every second.
-	require.Eventually(t, func() bool {
-		st, _ := b.post(ctx, "/api/events", "application/cloudevents+json",
-			`{"specversion":"1.0","id":"probe","source":"/probe","type":"multi.order.created","messagegroup":"probe","data":{"seq":0}}`)
-		return st == http.StatusCreated || st == http.StatusOK
-	}, 60*time.Second, 100*time.Millisecond)
-	time.Sleep(1500 * time.Millisecond) //nolint:forbidigo // the generation poll bound (1 s) plus margin: instance a's cache refresh gives no signal outside its process
+	// them: each caches it, checking the store every second. A probe event
+	// through an instance gets the subscription's job once its cache has
+	// it (each probe has its own id: a duplicate's answer is the first
+	// one's).
+	probes := 0
+	for _, in := range []*process{a, b} {
+		require.Eventually(t, func() bool {
+			probes++
+			st, resp := in.post(ctx, "/api/events", "application/cloudevents+json", fmt.Sprintf(
+				`{"specversion":"1.0","id":"probe-%d","source":"/probe","type":"multi.order.created","messagegroup":"probe","data":{"seq":0}}`, probes))
+			return (st == http.StatusCreated || st == http.StatusOK) && strings.Contains(string(resp), `"subscription":"multi"`)
+		}, 60*time.Second, 100*time.Millisecond, "instance %s never matched its events to the subscription", in.name)
+	}
 
 	var posted atomic.Int64
 	var killed atomic.Bool
