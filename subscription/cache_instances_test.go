@@ -23,8 +23,11 @@ import (
 // this is the bound README states ("within about one second"). Each change
 // is written as soon as the cache showed the previous one, so mostly just
 // after a refresh: near the worst case, the interval plus the rebuild. The
-// assertion leaves a loaded machine 2 s of margin; the measured times are
-// logged.
+// measured times are logged; the assertion allows ten intervals, as a
+// loaded 2-core machine can stall a refresh for seconds (a 2 s margin was
+// too tight), and still fails when the refresh stops or slows to the
+// scale of a safety poll. The exact bound in refresh rounds (seen by the
+// second poll after a change) is TestCacheRun's.
 func TestCacheSeesAnotherInstancesChangeWithinASecond(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -109,7 +112,7 @@ func TestCacheSeesAnotherInstancesChangeWithinASecond(t *testing.T) {
 			if c.seen(s, err) {
 				break
 			}
-			require.Less(t, time.Since(start), 3*time.Second, "%s: another instance's change not seen", c.name)
+			require.Less(t, time.Since(start), 10*time.Second, "%s: another instance's change not seen", c.name)
 			time.Sleep(5 * time.Millisecond) //nolint:forbidigo // polling the cache as a delivery would read it
 		}
 		took := time.Since(start)
