@@ -134,9 +134,11 @@ func TestStreamInHeadlessChromium(t *testing.T) {
 	}
 }
 
+// TestStreamEndsOnShutdown: a graceful stop ends open streams cleanly
+// instead of waiting for them until the shutdown timeout.
 func TestStreamEndsOnShutdown(t *testing.T) {
 	t.Parallel()
-	args := []string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--shutdown-timeout", "20s"}
+	args := []string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--shutdown-timeout", "10m"}
 	cfg, err := loadConfig(args, func(string) string { return "" })
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -153,14 +155,16 @@ func TestStreamEndsOnShutdown(t *testing.T) {
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
-	// An open stream must not hold the graceful stop until its timeout.
+	// An open stream must not hold the graceful stop until its timeout
+	// (10 min): a stop within 2 min shows it did not, even on a loaded
+	// machine.
 	start := time.Now()
 	cancel()
 	select {
 	case err := <-done:
 		require.NoError(t, err)
 		t.Logf("stopped %v after the signal with a stream open", time.Since(start))
-	case <-time.After(15 * time.Second):
+	case <-time.After(2 * time.Minute):
 		t.Fatal("the open stream held the shutdown")
 	}
 	_, err = io.ReadAll(resp.Body)
