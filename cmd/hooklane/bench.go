@@ -36,6 +36,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sqsEndpoint := fs.String("sqs-endpoint", os.Getenv("HOOKLANE_SQS_ENDPOINT"), "SQS endpoint of --mode mongo-sqs (env HOOKLANE_SQS_ENDPOINT)")
 	sqsQueueURL := fs.String("sqs-queue-url", os.Getenv("HOOKLANE_SQS_QUEUE_URL"), "SQS FIFO queue of --mode mongo-sqs (env HOOKLANE_SQS_QUEUE_URL)")
 	tracing := fs.Bool("tracing", false, "turn the in-process gateway's OpenTelemetry tracing on, every trace sampled, exporting to a loopback OTLP/HTTP sink that discards the spans")
+	commitWindow := fs.String("sqlite-commit-window", "500us", "embedded store commit window of the in-process gateway (the gateway's default 500us; 0 commits at once)")
 	sqliteSync := fs.String("sqlite-synchronous", "full", "embedded store durability of the in-process gateway: full (the gateway's default) or normal (the gateway's environment is not read: set it here)")
 	sqsRegion := fs.String("sqs-region", cmpOr(os.Getenv("HOOKLANE_SQS_REGION"), "us-east-1"), "AWS region of the queue")
 	budget := fs.Duration("budget", 0, "time budget of the whole run, soak excluded; phases that no longer fit are skipped (default 170s)")
@@ -124,7 +125,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		var rt *roundTrips
 		switch *mode {
 		case "embedded":
-			gw = []string{"--sqlite-synchronous", *sqliteSync}
+			gw = []string{"--sqlite-synchronous", *sqliteSync, "--sqlite-commit-window", *commitWindow}
 		case "mongo-sqs":
 			if *mongoURI == "" || *sqsEndpoint == "" || *sqsQueueURL == "" {
 				return errors.New("bench --mode mongo-sqs needs --mongo-uri, --sqs-endpoint and --sqs-queue-url")

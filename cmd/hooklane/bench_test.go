@@ -96,6 +96,17 @@ func TestBenchPassesTheSQLiteSynchronousSetting(t *testing.T) {
 	require.Contains(t, stderr.String(), "HOOKLANE_SQLITE_SYNCHRONOUS")
 }
 
+// TestBenchPassesTheCommitWindow: --sqlite-commit-window reaches the
+// in-process gateway's validation.
+func TestBenchPassesTheCommitWindow(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "--short", "--sqlite-commit-window", "1s"},
+		func(string) string { return "" }, &stdout, &stderr)
+	require.NotEqual(t, 0, code, "a window past the bound reaches the gateway's validation")
+	require.Contains(t, stderr.String(), "HOOKLANE_SQLITE_COMMIT_WINDOW")
+}
+
 // TestBenchProfilesTheBatchesAskedFor: --batches narrows the ingest phase
 // and --cpuprofile writes a profile (gzipped protobuf) of the phases.
 func TestBenchProfilesTheBatchesAskedFor(t *testing.T) {

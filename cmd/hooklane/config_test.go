@@ -21,6 +21,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	require.Equal(t, 10, c.CircuitFailures)
 	require.Equal(t, 30*time.Second, c.CircuitCooldown)
 	require.Equal(t, 120*time.Hour, c.AutoDisableAfter)
+	require.Equal(t, 500*time.Microsecond, c.SQLiteCommitWindow)
 }
 
 func TestLoadConfigZeroMeansNever(t *testing.T) {
@@ -30,6 +31,15 @@ func TestLoadConfigZeroMeansNever(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, c.CircuitFailures)
 	require.Zero(t, c.AutoDisableAfter)
+}
+
+// TestLoadConfigCommitWindowOff: 0 turns the embedded store's commit
+// window off.
+func TestLoadConfigCommitWindowOff(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig([]string{"--sqlite-commit-window", "0"}, func(string) string { return "" })
+	require.NoError(t, err)
+	require.Zero(t, c.SQLiteCommitWindow)
 }
 
 func TestLoadConfigFlagWinsOverEnv(t *testing.T) {
@@ -72,6 +82,14 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "no keys on a public name", env: map[string]string{"HOOKLANE_LISTEN": "example.com:8080"},
 			want: []string{"refusing to listen on example.com:8080 without API keys"},
+		},
+		{
+			name: "commit window past its bound", env: map[string]string{"HOOKLANE_SQLITE_COMMIT_WINDOW": "1s"},
+			want: []string{"HOOKLANE_SQLITE_COMMIT_WINDOW (--sqlite-commit-window): must be between 0 and 50ms"},
+		},
+		{
+			name: "negative commit window", env: map[string]string{"HOOKLANE_SQLITE_COMMIT_WINDOW": "-1ms"},
+			want: []string{"HOOKLANE_SQLITE_COMMIT_WINDOW (--sqlite-commit-window): must be 0 (never) or a positive duration"},
 		},
 		{
 			name: "bad key entry", env: map[string]string{"HOOKLANE_API_KEYS": "ops:root:s3cret-one"},

@@ -68,7 +68,7 @@ func openStore(ctx context.Context, cfg *Config, box *secretbox.Box, logger *slo
 	}
 	s, err := sqlitestore.Open(ctx, sqlitestore.Config{
 		Path: filepath.Join(cfg.DataDir, "hooklane.db"), Logger: logger, Box: box,
-		Synchronous: strings.ToUpper(cfg.SQLiteSynchronous),
+		Synchronous: strings.ToUpper(cfg.SQLiteSynchronous), CommitWindow: cfg.SQLiteCommitWindow,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open embedded store: %w", err)

@@ -12,7 +12,9 @@
 // transaction of many rows costs about as much as one of a single row, so
 // group commit raises the write rate several times (~14k single-row
 // autocommits/s against ~66k rows/s in transactions of 100 on a 2-core
-// machine).
+// machine). With a commit window ([Config.CommitWindow]) the writer also
+// waits a moment for company when writes are concurrent, so that moderate
+// rates, where few writes would be waiting, still share their commits.
 //
 // A caller whose ctx ends while its write waits gets ctx.Err(); the write may
 // still be committed.
@@ -72,12 +74,24 @@ type Config struct {
 	// SynchronousNormal syncs only at checkpoints: a commit survives a
 	// crash of the process but the last ones may be lost with the machine.
 	Synchronous string
+	// CommitWindow is how long the writer waits, after the first write of
+	// a transaction, for more writes to commit with it, when writes are
+	// concurrent (it found more than one waiting, or the last transaction
+	// held more than one) and fewer than eight are gathered; 0 means it
+	// commits what is queued at once. A
+	// window of a fraction of a millisecond trades that much latency for
+	// fewer commits at low and moderate rates (BENCHMARKS.md, "The commit
+	// window"). At most MaxCommitWindow.
+	CommitWindow time.Duration
 	// Box seals the secrets the store writes (subscriptions' signing
 	// secrets, auth secrets and TLS client keys; jobs' signing secrets,
 	// auth and TLS keys) and opens them as it reads them (secrets.go).
 	// Nil stores them in plain text and fails to read a sealed one.
 	Box *secretbox.Box
 }
+
+// MaxCommitWindow bounds Config.CommitWindow.
+const MaxCommitWindow = 50 * time.Millisecond
 
 // Synchronous settings of Config.Synchronous.
 const (
@@ -106,6 +120,8 @@ type Store struct {
 	// waiting counts the callers waiting to hand an operation to the
 	// writer.
 	waiting atomic.Int64
+	// commitWindow is Config.CommitWindow.
+	commitWindow time.Duration
 }
 
 // Open opens (creating when needed) and migrates the database at cfg.Path,
@@ -114,6 +130,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Path == "" {
 		return nil, errors.New("open sqlite store: Path is required")
 	}
+	if cfg.CommitWindow < 0 || cfg.CommitWindow > MaxCommitWindow {
+		return nil, fmt.Errorf("open sqlite store: CommitWindow must be between 0 and %v, not %v", MaxCommitWindow, cfg.CommitWindow)
+	}
 	s := &Store{
 		logger:     cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)).With("component", "sqlitestore"),
 		nowFunc:    cfg.NowFunc,
@@ -121,6 +140,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		ops:        make(chan *writeOp),
 		stop:       make(chan struct{}),
 		writerDone: make(chan struct{}),
+
+		commitWindow: cfg.CommitWindow,
 	}
 	if s.nowFunc == nil {
 		s.nowFunc = time.Now

@@ -3,6 +3,7 @@ package sqlitestore_test
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -18,11 +19,13 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// newStore opens a store on a fresh file in tb's temporary directory.
+// newStore opens a store on a fresh file in tb's temporary directory,
+// with the gateway's default commit window.
 func newStore(tb testing.TB) storetest.Store { //nolint:ireturn // a storetest.NewStoreFunc: the suite sees the port
 	tb.Helper()
 	s, err := sqlitestore.Open(tb.Context(), sqlitestore.Config{
-		Path: filepath.Join(tb.TempDir(), "hooklane.db"),
+		Path:         filepath.Join(tb.TempDir(), "hooklane.db"),
+		CommitWindow: 500 * time.Microsecond,
 	})
 	require.NoError(tb, err)
 	tb.Cleanup(func() { require.NoError(tb, s.Close()) })
