@@ -87,24 +87,22 @@ func TestBenchTracingExportsSpansToItsSink(t *testing.T) {
 	require.Positive(t, exports, "the gateway exported its spans to the sink")
 }
 
-func TestBenchPassesTheSQLiteSynchronousSetting(t *testing.T) {
+// TestBenchPassesTheStoreSettings: the embedded store's settings of
+// bench reach the in-process gateway's validation.
+func TestBenchPassesTheStoreSettings(t *testing.T) {
 	t.Parallel()
-	var stdout, stderr bytes.Buffer
-	code := run([]string{"bench", "--short", "--sqlite-synchronous", "sometimes"},
-		func(string) string { return "" }, &stdout, &stderr)
-	require.NotEqual(t, 0, code, "an invalid value reaches the gateway's validation")
-	require.Contains(t, stderr.String(), "HOOKLANE_SQLITE_SYNCHRONOUS")
-}
-
-// TestBenchPassesTheCommitWindow: --sqlite-commit-window reaches the
-// in-process gateway's validation.
-func TestBenchPassesTheCommitWindow(t *testing.T) {
-	t.Parallel()
-	var stdout, stderr bytes.Buffer
-	code := run([]string{"bench", "--short", "--sqlite-commit-window", "1s"},
-		func(string) string { return "" }, &stdout, &stderr)
-	require.NotEqual(t, 0, code, "a window past the bound reaches the gateway's validation")
-	require.Contains(t, stderr.String(), "HOOKLANE_SQLITE_COMMIT_WINDOW")
+	for _, tt := range []struct{ flag, value, setting string }{
+		{"--sqlite-synchronous", "sometimes", "HOOKLANE_SQLITE_SYNCHRONOUS"},
+		{"--sqlite-commit-window", "1s", "HOOKLANE_SQLITE_COMMIT_WINDOW"},
+	} {
+		t.Run(tt.setting, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"bench", "--short", tt.flag, tt.value}, func(string) string { return "" }, &stdout, &stderr)
+			require.NotEqual(t, 0, code, "an invalid value reaches the gateway's validation")
+			require.Contains(t, stderr.String(), tt.setting)
+		})
+	}
 }
 
 // TestBenchProfilesTheBatchesAskedFor: --batches narrows the ingest phase
