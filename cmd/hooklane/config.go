@@ -37,8 +37,10 @@ type Config struct {
 	// the last commits may be lost with the machine).
 	SQLiteSynchronous string
 	// SQLiteCommitWindow is how long the embedded store's writer waits
-	// after a write for more writes to share its commit (while fewer than
-	// eight are gathered). Default 500µs; 0 commits at once; at most 50ms.
+	// after a write for more writes to share its commit, when writes are
+	// concurrent and fewer than eight are gathered (see
+	// sqlitestore.Config.CommitWindow). Default 500µs; 0 commits at once;
+	// at most 50ms.
 	SQLiteCommitWindow time.Duration
 	// MongoURI selects the MongoDB store when set. Default empty (embedded).
 	MongoURI string

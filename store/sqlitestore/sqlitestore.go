@@ -78,10 +78,10 @@ type Config struct {
 	// a transaction, for more writes to commit with it, when writes are
 	// concurrent (it found more than one waiting, or the last transaction
 	// held more than one) and fewer than eight are gathered; 0 means it
-	// commits what is queued at once. A
-	// window of a fraction of a millisecond trades that much latency for
-	// fewer commits at low and moderate rates (BENCHMARKS.md, "The commit
-	// window"). At most MaxCommitWindow.
+	// commits what is queued at once. A window of a fraction of a
+	// millisecond trades at most that much latency for fewer commits at
+	// moderate rates (BENCHMARKS.md, "The commit window"). At most
+	// MaxCommitWindow.
 	CommitWindow time.Duration
 	// Box seals the secrets the store writes (subscriptions' signing
 	// secrets, auth secrets and TLS client keys; jobs' signing secrets,

@@ -22,14 +22,19 @@ func openWindowed(t *testing.T, window time.Duration) *Store {
 	return s
 }
 
+// insertPool is a write of one row: a pool named code.
+func insertPool(code string) func(ctx context.Context, tx *writeTx) error {
+	return func(ctx context.Context, tx *writeTx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO pools (id, code, doc) VALUES (?, ?, '{}')`, "pool-"+code, code)
+		return err
+	}
+}
+
 // hand gives the writer one operation and returns once it took it (the
 // channel is unbuffered), with the channel of the operation's result.
 func hand(t *testing.T, s *Store, code string) <-chan error {
 	t.Helper()
-	op := &writeOp{ctx: context.Background(), done: make(chan error, 1), fn: func(ctx context.Context, tx *writeTx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO pools (id, code, doc) VALUES (?, ?, '{}')`, "pool-"+code, code)
-		return err
-	}}
+	op := &writeOp{ctx: context.Background(), done: make(chan error, 1), fn: insertPool(code)}
 	select {
 	case s.ops <- op:
 	case <-time.After(time.Minute):
@@ -49,12 +54,7 @@ func concurrent(t *testing.T, s *Store) []<-chan error {
 	for _, code := range []string{"c1", "c2"} {
 		done := make(chan error, 1)
 		results = append(results, done)
-		go func() {
-			done <- s.write(context.Background(), func(ctx context.Context, tx *writeTx) error {
-				_, err := tx.ExecContext(ctx, `INSERT INTO pools (id, code, doc) VALUES (?, ?, '{}')`, "pool-"+code, code)
-				return err
-			})
-		}()
+		go func() { done <- s.write(context.Background(), insertPool(code)) }()
 	}
 	require.Eventually(t, func() bool { return s.Waiting() == 2 }, time.Minute, time.Millisecond)
 	close(release)
