@@ -16,7 +16,10 @@ import (
 // (HoldForCircuit), the counting of every push outcome (countOutcome, from
 // RecordOutcome), and the releases and resets that follow. Every circuit
 // write is version-checked; a verb that loses re-reads the circuit and
-// decides again.
+// decides again. The writes of one lifecycle to one subscription's circuit
+// that count outcomes, free a probe slot or reset it take turns
+// (circuitLocks), so they conflict only with other instances' writes and
+// with a gate taking the probe slot.
 
 // BlockedByCircuit is the BlockedBy value of a job parked because its
 // subscription's circuit is open (or half-open with another job probing);
@@ -73,6 +76,7 @@ func (lc *Lifecycle) Circuit(ctx context.Context, subscriptionID string) (*Circu
 func (lc *Lifecycle) writeCircuit(ctx context.Context, c *Circuit, events []stream.Event) (bool, error) {
 	lc.clean.forget(c.SubscriptionID)
 	err := lc.cfg.Circuit.Store.CircuitUpdate(ctx, &CircuitUpdateParams{Circuit: c, Events: events})
+	lc.clean.forget(c.SubscriptionID) // refuses the clean reads begun before the write landed
 	switch {
 	case err == nil:
 		lc.written(nil, events)
@@ -105,12 +109,13 @@ func (lc *Lifecycle) HoldForCircuit(ctx context.Context, j *Job, lease time.Dura
 		return false, nil
 	}
 	for range conflictRetries {
+		since := lc.clean.begin()
 		c, err := lc.Circuit(ctx, j.SubscriptionID)
 		if err != nil {
 			return false, err
 		}
 		now := lc.now()
-		lc.clean.saw(c, now)
+		lc.clean.saw(c, now, since)
 		switch {
 		case c.State == CircuitClosed:
 			return false, nil
@@ -209,30 +214,48 @@ func (lc *Lifecycle) countOutcomeErr(ctx context.Context, j *Job, a Attempt, out
 	if outcomeErr != nil {
 		lc.clean.forget(j.SubscriptionID)
 	}
+	next, ch, now, err := lc.countIntoCircuit(ctx, j, a, outcomeErr)
+	if err != nil || next == nil {
+		return err
+	}
+	return lc.afterCircuitChange(ctx, j, next, ch, now)
+}
+
+// countIntoCircuit writes one outcome of j into its subscription's
+// circuit, holding the subscription's circuit lock, and returns the
+// circuit it wrote (nil when the outcome changed nothing), what changed,
+// and when. What follows a change (releases, the next probe, the
+// auto-disable) is the caller's, after the lock.
+func (lc *Lifecycle) countIntoCircuit(ctx context.Context, j *Job, a Attempt, outcomeErr error) (*Circuit, circuitChange, time.Time, error) {
+	unlock, err := lc.locks.lock(ctx, j.SubscriptionID)
+	if err != nil {
+		return nil, circuitChange{}, time.Time{}, fmt.Errorf("circuit of subscription %s: %w", j.SubscriptionID, err)
+	}
+	defer unlock()
 	for range conflictRetries * 2 {
+		since := lc.clean.begin()
 		c, err := lc.Circuit(ctx, j.SubscriptionID)
 		if err != nil {
-			return err
+			return nil, circuitChange{}, time.Time{}, err
 		}
 		now := lc.now()
-		lc.clean.saw(c, now)
+		lc.clean.saw(c, now, since)
 		next := *c
 		ch, changed := lc.applyCircuitOutcome(&next, j, outcomeErr, now)
 		if !changed {
-			return nil
+			return nil, ch, now, nil
 		}
 		next.UpdatedAt = now
 		events := lc.circuitEvents(&next, j.Subscription, ch, a, outcomeErr, now)
 		won, err := lc.writeCircuit(ctx, &next, events)
 		if err != nil {
-			return err
+			return nil, circuitChange{}, time.Time{}, err
 		}
-		if !won {
-			continue
+		if won {
+			return &next, ch, now, nil
 		}
-		return lc.afterCircuitChange(ctx, j, &next, ch, now)
 	}
-	return fmt.Errorf("write circuit of subscription %s: %w", j.SubscriptionID, store.ErrConflict)
+	return nil, circuitChange{}, time.Time{}, fmt.Errorf("write circuit of subscription %s: %w", j.SubscriptionID, store.ErrConflict)
 }
 
 // applyCircuitOutcome applies one outcome of job j to c at now and reports
@@ -440,6 +463,12 @@ func (lc *Lifecycle) freeProbeOf(ctx context.Context, j *Job) {
 	if !lc.gated(j) {
 		return
 	}
+	unlock, err := lc.locks.lock(ctx, j.SubscriptionID)
+	if err != nil {
+		lc.cfg.Logger.WarnContext(ctx, "free probe slot", "subscription_id", j.SubscriptionID, "job_id", j.ID, "error", err)
+		return
+	}
+	defer unlock()
 	for range conflictRetries {
 		c, err := lc.Circuit(ctx, j.SubscriptionID)
 		if err != nil || c.State != CircuitHalfOpen || c.ProbeJobID != j.ID {
@@ -468,13 +497,28 @@ func (lc *Lifecycle) ResetCircuit(ctx context.Context, subscriptionID, code stri
 	if lc.cfg.Circuit.Store == nil {
 		return nil
 	}
+	closeErr := lc.closeCircuit(ctx, subscriptionID, code)
+	// Released even when the close failed: a job the circuit still holds
+	// is parked again by the gate, and none waits longer than it must.
+	_, err := lc.ReleaseCircuit(ctx, subscriptionID)
+	return errors.Join(closeErr, err)
+}
+
+// closeCircuit is ResetCircuit's write, under the subscription's circuit
+// lock.
+func (lc *Lifecycle) closeCircuit(ctx context.Context, subscriptionID, code string) error {
+	unlock, err := lc.locks.lock(ctx, subscriptionID)
+	if err != nil {
+		return fmt.Errorf("circuit of subscription %s: %w", subscriptionID, err)
+	}
+	defer unlock()
 	for range conflictRetries {
 		c, err := lc.Circuit(ctx, subscriptionID)
 		if err != nil {
 			return err
 		}
 		if c.clean() {
-			break
+			return nil
 		}
 		now := lc.now()
 		next := *c
@@ -494,11 +538,10 @@ func (lc *Lifecycle) ResetCircuit(ctx context.Context, subscriptionID, code stri
 			if len(events) > 0 {
 				lc.circuitHook(CircuitEventClosed)
 			}
-			break
+			return nil
 		}
 	}
-	_, err := lc.ReleaseCircuit(ctx, subscriptionID)
-	return err
+	return fmt.Errorf("close circuit of subscription %s: %w", subscriptionID, store.ErrConflict)
 }
 
 // circuitHook calls OnCircuitFunc when set.

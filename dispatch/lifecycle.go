@@ -103,6 +103,7 @@ type Lifecycle struct {
 	cfg   LifecycleConfig
 	enq   *Enqueuer
 	clean *cleanCircuits // nil: every gate and success reads the circuit
+	locks *circuitLocks
 }
 
 // NewLifecycle returns a Lifecycle.
@@ -123,7 +124,7 @@ func NewLifecycle(cfg LifecycleConfig) *Lifecycle {
 		cfg.PausedRecheck = PausedRecheckDefault
 	}
 	cfg.Logger = cfg.Logger.With("component", "dispatch")
-	lc := &Lifecycle{cfg: cfg}
+	lc := &Lifecycle{cfg: cfg, locks: newCircuitLocks()}
 	if cfg.Circuit.CleanTTL == 0 {
 		cfg.Circuit.CleanTTL = CleanCircuitTTLDefault
 	}
