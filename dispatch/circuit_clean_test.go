@@ -48,14 +48,7 @@ func TestCleanCircuitIsNotReadOnEveryDelivery(t *testing.T) {
 		Circuit: dispatch.CircuitPolicy{Store: cs, Failures: 3, Cooldown: time.Minute, CleanTTL: time.Second},
 	})
 	newJob := func() *dispatch.Job {
-		j := dispatch.NewTaskJob(&dispatch.TaskSpec{
-			ID: ids.New(), Code: "order.created", Payload: []byte(`{}`),
-			Settings: dispatch.Settings{
-				SubscriptionID: "sub-1", Subscription: "orders", Target: "http://127.0.0.1:9/hook",
-				Mode: dispatch.ModeImmediate, Delivery: dispatch.DeliveryPush, MaxAgeSeconds: 3600,
-				Retry: dispatch.Retry{MaxAttempts: 5, InitialBackoffSeconds: 1, MaxBackoffSeconds: 1},
-			},
-		}, clk.Now().UTC().Truncate(time.Millisecond))
+		j := circuitTestJob(ids.New(), clk.Now())
 		require.NoError(t, lc.Insert(ctx, []*dispatch.Job{j}))
 		return j
 	}
@@ -92,4 +85,17 @@ func TestCleanCircuitIsNotReadOnEveryDelivery(t *testing.T) {
 	require.Equal(t, before+1, cs.gets.Load(), "the reset was a write, which forgets: the next gate reads it clean")
 	deliver(nil)
 	require.Equal(t, before+1, cs.gets.Load(), "clean again: no read")
+}
+
+// circuitTestJob returns a push job of subscription sub-1 created at now,
+// with retries left: its failures count into the circuit.
+func circuitTestJob(id string, now time.Time) *dispatch.Job {
+	return dispatch.NewTaskJob(&dispatch.TaskSpec{
+		ID: id, Code: "order.created", Payload: []byte(`{}`),
+		Settings: dispatch.Settings{
+			SubscriptionID: "sub-1", Subscription: "orders", Target: "http://127.0.0.1:9/hook",
+			Mode: dispatch.ModeImmediate, Delivery: dispatch.DeliveryPush, MaxAgeSeconds: 3600,
+			Retry: dispatch.Retry{MaxAttempts: 5, InitialBackoffSeconds: 1, MaxBackoffSeconds: 1},
+		},
+	}, now.UTC().Truncate(time.Millisecond))
 }

@@ -38,14 +38,7 @@ func TestConcurrentFailuresAreEachCounted(t *testing.T) {
 			})
 			jobs := make([]*dispatch.Job, n)
 			for i := range jobs {
-				jobs[i] = dispatch.NewTaskJob(&dispatch.TaskSpec{
-					ID: ids.New(), Code: "order.created", Payload: []byte(`{}`),
-					Settings: dispatch.Settings{
-						SubscriptionID: "sub-1", Subscription: "orders", Target: "http://127.0.0.1:9/hook",
-						Mode: dispatch.ModeImmediate, Delivery: dispatch.DeliveryPush, MaxAgeSeconds: 3600,
-						Retry: dispatch.Retry{MaxAttempts: 5, InitialBackoffSeconds: 1, MaxBackoffSeconds: 1},
-					},
-				}, time.Now().UTC().Truncate(time.Millisecond))
+				jobs[i] = circuitTestJob(ids.New(), time.Now())
 			}
 			require.NoError(t, lc.Insert(ctx, jobs))
 			for _, j := range jobs {
