@@ -91,8 +91,27 @@ func (s *syncBuffer) ReadFrom(r io.Reader) (int64, error) {
 }
 
 // startProcess starts the binary with env (HOOKLANE_* only; PATH and HOME
-// are passed through) and waits until /healthz answers.
+// are passed through) and waits until /healthz answers. The port freePort
+// found may be taken by someone else before the process binds it; a
+// process that exits at start for that reason is started again on
+// another port.
 func startProcess(t *testing.T, bin, name string, env map[string]string) *process {
+	t.Helper()
+	for try := 1; ; try++ {
+		p, taken := tryStartProcess(t, bin, name, env)
+		if !taken {
+			return p
+		}
+		if try == 3 {
+			t.Fatalf("%s: three free ports were taken before it could bind them", name)
+		}
+		t.Logf("%s: its port was taken before it could bind it; starting it on another", name)
+	}
+}
+
+// tryStartProcess is one try of startProcess: it reports taken, with no
+// process, when the process exited at start because its address was in use.
+func tryStartProcess(t *testing.T, bin, name string, env map[string]string) (*process, bool) {
 	t.Helper()
 	addr := freePort(t)
 	cmd := exec.Command(bin, "serve") //nolint:noctx // the process outlives t.Context(), which ends before the cleanup that stops it gracefully
@@ -121,17 +140,24 @@ func startProcess(t *testing.T, bin, name string, env map[string]string) *proces
 	})
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := get(t.Context(), p.base+"/healthz")
+		// Bounded: a port taken by another server may accept and never answer.
+		probeCtx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		resp, err := get(probeCtx, p.base+"/healthz")
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return p
+				cancel()
+				return p, false
 			}
 		}
+		cancel()
 		select {
 		case <-p.done:
 			buf.mu.Lock()
 			defer buf.mu.Unlock()
+			if strings.Contains(buf.String(), "address already in use") {
+				return nil, true
+			}
 			t.Fatalf("%s exited at start:\n%s", name, buf.String())
 		case <-time.After(50 * time.Millisecond):
 		}
