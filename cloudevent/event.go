@@ -103,7 +103,16 @@ func (e *Event) Attribute(name string) (any, bool) {
 // FormatTime renders t as the gateway writes every timestamp: UTC, RFC 3339
 // with milliseconds and a Z suffix.
 func FormatTime(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	return t.UTC().Format(timeLayout)
+}
+
+// timeLayout is the gateway's timestamp layout: UTC, milliseconds.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// AppendTime appends t as FormatTime formats it, without an intermediate
+// string.
+func AppendTime(b []byte, t time.Time) []byte {
+	return t.UTC().AppendFormat(b, timeLayout)
 }
 
 // reserved are the names that are not extensions.
@@ -128,13 +137,13 @@ func (e Event) MarshalJSON() ([]byte, error) {
 			buf = append(buf, ',')
 		}
 		first = false
-		buf = appendJSONString(buf, name)
+		buf = AppendJSONString(buf, name)
 		buf = append(buf, ':')
 	}
 	str := func(name, v string) {
 		if v != "" {
 			key(name)
-			buf = appendJSONString(buf, v)
+			buf = AppendJSONString(buf, v)
 		}
 	}
 	str("specversion", e.SpecVersion)
@@ -151,7 +160,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		key(k)
 		switch v := e.Extensions[k].(type) {
 		case string:
-			buf = appendJSONString(buf, v)
+			buf = AppendJSONString(buf, v)
 		case json.RawMessage:
 			buf = append(buf, v...)
 		default:
@@ -172,11 +181,11 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	return buf, nil
 }
 
-// appendJSONString appends s encoded exactly as json.Marshal encodes it.
+// AppendJSONString appends s encoded exactly as json.Marshal encodes it.
 // Printable ASCII other than the characters json.Marshal escapes (quote,
 // backslash and, for HTML safety, <, > and &) is written as is; any other
 // string goes through json.Marshal.
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	for i := range len(s) {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			q, _ := json.Marshal(s) //nolint:errchkjson // a Go string always encodes

@@ -20,8 +20,8 @@ func TestAppendJSONStringMatchesMarshal(t *testing.T) {
 	for _, s := range jsonStrings {
 		want, err := json.Marshal(s)
 		require.NoError(t, err)
-		require.Equal(t, string(want), string(appendJSONString(nil, s)), "%q", s)
-		require.Equal(t, "x"+string(want), string(appendJSONString([]byte("x"), s)), "appends")
+		require.Equal(t, string(want), string(AppendJSONString(nil, s)), "%q", s)
+		require.Equal(t, "x"+string(want), string(AppendJSONString([]byte("x"), s)), "appends")
 	}
 }
 
@@ -65,8 +65,8 @@ func FuzzAppendJSONString(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); string(got) != string(want) {
-			t.Fatalf("appendJSONString(%q) = %s, json.Marshal: %s", s, got, want)
+		if got := AppendJSONString(nil, s); string(got) != string(want) {
+			t.Fatalf("AppendJSONString(%q) = %s, json.Marshal: %s", s, got, want)
 		}
 	})
 }

@@ -13,7 +13,7 @@ type Timestamp time.Time
 func (t Timestamp) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, 26)
 	b = append(b, '"')
-	b = append(b, FormatTime(time.Time(t))...)
+	b = AppendTime(b, time.Time(t))
 	return append(b, '"'), nil
 }
 

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/hooklane/hooklane/cloudevent"
 )
@@ -66,12 +67,39 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON renders the attempt with its start time in the gateway's
 // format.
+// It is written by hand: a job's attempts are encoded on every write of
+// the job, and a shadow struct through json.Marshal encoded each twice.
+// The keys come in the order the shadow struct gave them (startedAt
+// last), and each value exactly as json.Marshal writes it.
 func (a Attempt) MarshalJSON() ([]byte, error) {
-	type plain Attempt
-	return json.Marshal(struct { //nolint:wrapcheck // plain data
-		plain
-		StartedAt cloudevent.Timestamp `json:"startedAt"`
-	}{plain: plain(a), StartedAt: cloudevent.Timestamp(a.StartedAt)})
+	b := make([]byte, 0, 160+len(a.Error)+len(a.ResponseBody))
+	b = append(b, `{"attempt":`...)
+	b = strconv.AppendInt(b, int64(a.Attempt), 10)
+	b = appendStringField(b, "action", a.Action)
+	b = append(b, `,"durationMs":`...)
+	b = strconv.AppendInt(b, a.DurationMs, 10)
+	if a.StatusCode != 0 {
+		b = append(b, `,"statusCode":`...)
+		b = strconv.AppendInt(b, int64(a.StatusCode), 10)
+	}
+	b = appendStringField(b, "error", a.Error)
+	b = appendStringField(b, "responseBody", a.ResponseBody)
+	b = appendStringField(b, "worker", a.Worker)
+	b = append(b, `,"startedAt":"`...)
+	b = cloudevent.AppendTime(b, a.StartedAt)
+	return append(b, `"}`...), nil
+}
+
+// appendStringField appends `,"name":value` when value is not empty (a
+// field tagged omitempty).
+func appendStringField(b []byte, name, value string) []byte {
+	if value == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return cloudevent.AppendJSONString(b, value)
 }
 
 // MarshalJSON renders the pool with timestamps in the gateway's format.
