@@ -67,6 +67,7 @@ func (j *Job) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON renders the attempt with its start time in the gateway's
 // format.
+//
 // It is written by hand: a job's attempts are encoded on every write of
 // the job, and a shadow struct through json.Marshal encoded each twice.
 // The keys come in the order the shadow struct gave them (startedAt
