@@ -6,8 +6,9 @@ import (
 	"sync"
 )
 
-// circuitLocks serializes, within one lifecycle, the writes that count
-// outcomes into a subscription's circuit. Circuit writes are
+// circuitLocks serializes, within one lifecycle, the writes to a
+// subscription's circuit that count an outcome, free a probe slot or reset
+// it (a gate taking the probe slot keeps its race). Circuit writes are
 // version-checked, so they stay correct without it; but when a pool's
 // deliveries to a failing endpoint end together, tens of counts race for
 // one circuit, each loser re-reads and tries again, and a count that loses
