@@ -103,7 +103,7 @@ type Lifecycle struct {
 	cfg   LifecycleConfig
 	enq   *Enqueuer
 	clean *cleanCircuits // nil: every gate and success reads the circuit
-	locks *circuitLocks // circuit writes of one subscription take turns
+	locks *circuitLocks  // circuit writes of one subscription take turns
 }
 
 // NewLifecycle returns a Lifecycle.
