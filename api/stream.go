@@ -44,6 +44,18 @@ type StreamConfig struct {
 	// Retention is the status event retention window: a replay starting
 	// before it gets a stream.gap event first. Default 1 h.
 	Retention time.Duration
+	// AuthRecheck is how often an open stream authenticated by a client
+	// token or a client-scoped key authenticates again against the store
+	// (api/stream_auth.go). Default StreamAuthRecheckDefault.
+	AuthRecheck time.Duration
+	// MaxPerKey is how many streams one key or token may hold open on this
+	// instance; past it a new one answers 429. Default
+	// StreamMaxPerKeyDefault. Requests without a key (authentication off)
+	// are not counted.
+	MaxPerKey int
+	// MaxSubscriptions is how many subscriptions one WebSocket connection
+	// may hold. Default StreamMaxSubscriptionsDefault.
+	MaxSubscriptions int
 }
 
 func (sc *StreamConfig) withDefaults() StreamConfig {
@@ -59,6 +71,15 @@ func (sc *StreamConfig) withDefaults() StreamConfig {
 	}
 	if out.Retention <= 0 {
 		out.Retention = StreamRetentionDefault
+	}
+	if out.AuthRecheck <= 0 {
+		out.AuthRecheck = StreamAuthRecheckDefault
+	}
+	if out.MaxPerKey <= 0 {
+		out.MaxPerKey = StreamMaxPerKeyDefault
+	}
+	if out.MaxSubscriptions <= 0 {
+		out.MaxSubscriptions = StreamMaxSubscriptionsDefault
 	}
 	return out
 }
@@ -197,6 +218,11 @@ func (sw *sseWriter) flush() error {
 // event writes one message; withID false leaves the client's last event id
 // as it is (stream.gap).
 func (sw *sseWriter) event(e *stream.Event, withID bool) error {
+	if sw.ctx.Err() != nil {
+		// The stream ends (its credential stopped working, or the client
+		// left): nothing more is written, not even the rest of a page.
+		return fmt.Errorf("stream ended: %w", context.Cause(sw.ctx))
+	}
 	e, ok := sw.clients.allow(sw.ctx, e)
 	if !ok {
 		return nil
@@ -218,7 +244,8 @@ func (sw *sseWriter) event(e *stream.Event, withID bool) error {
 
 // streamSSE serves GET /api/stream: the replay asked by Last-Event-ID or
 // since, then live events, until the client leaves, is too slow (its hub
-// channel overflowed or a write timed out) or the server stops.
+// channel overflowed or a write timed out), its credential stops working
+// (api/stream_auth.go) or the server stops.
 func (s *Server) streamSSE(c *gin.Context) error {
 	cfg := s.cfg.Stream.withDefaults()
 	if cfg.Hub == nil {
@@ -239,7 +266,14 @@ func (s *Server) streamSSE(c *gin.Context) error {
 	if cur.AfterID != "" {
 		f.since = time.Time{}
 	}
-	ctx := c.Request.Context()
+	cr := credentialOf(c)
+	release, err := holdStream(&cfg, cr)
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, stopGuard := s.guardStream(c.Request.Context(), cr, cfg.AuthRecheck)
+	defer stopGuard()
 	rc := http.NewResponseController(c.Writer)
 	// The server's ReadTimeout would end this long-lived request.
 	_ = rc.SetReadDeadline(time.Time{})
@@ -268,10 +302,13 @@ func (s *Server) streamSSE(c *gin.Context) error {
 			return nil // the client left
 		}
 	}
+	// The replay reads the store a page at a time and writes each page out
+	// before it reads the next (stream.ReplayBatchDefault events held).
 	if err := feed.Replay(ctx, s.cfg.Store, cur, f.match, func(e *stream.Event) error { return sw.event(e, true) }); err != nil {
 		if ctx.Err() == nil {
 			s.cfg.Logger.WarnContext(ctx, "stream replay ended", "error", err)
 		}
+		s.sseRevoked(ctx, sw, c)
 		return nil
 	}
 	ping := time.NewTicker(cfg.PingInterval)
@@ -279,6 +316,7 @@ func (s *Server) streamSSE(c *gin.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			s.sseRevoked(ctx, sw, c)
 			return nil
 		case <-ping.C:
 			sw.buf.WriteString(": ping\n\n")
@@ -300,6 +338,20 @@ func (s *Server) streamSSE(c *gin.Context) error {
 			}
 		}
 	}
+}
+
+// sseRevoked ends a stream whose credential stopped working, when that is
+// why ctx ended: a last comment says why (a reconnection then answers 401,
+// which ends an EventSource for good).
+func (s *Server) sseRevoked(ctx context.Context, sw *sseWriter, c *gin.Context) {
+	rev, ok := revokedCause(ctx)
+	if !ok {
+		return
+	}
+	s.cfg.Logger.InfoContext(c.Request.Context(), "stream ended: credential no longer valid",
+		"key", c.GetString(ctxKeyName), "reason", rev.detail)
+	sw.buf.WriteString(": " + strings.ReplaceAll(rev.Error(), "\n", " ") + "\n\n")
+	_ = sw.flush() // the response ends either way
 }
 
 // writeWithHistory answers 200 with v, a JSON object, and, with

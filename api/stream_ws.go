@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +57,12 @@ type wsSession struct {
 	cfg  StreamConfig
 	conn *websocket.Conn
 	subs map[string]*wsSubscription
+	// cred is what the connection authenticated with (nil: authentication
+	// off); every subscribe authenticates it again.
+	cred *credential
+	// guard ends when cred stops working (api/stream_auth.go); the replay
+	// of a subscribe reads under it.
+	guard context.Context //nolint:containedctx // the connection's credential watch, for its replays
 }
 
 // streamWS serves GET /api/stream/ws: the status stream over WebSocket, for
@@ -66,6 +73,12 @@ func (s *Server) streamWS(c *gin.Context) error {
 	if cfg.Hub == nil {
 		return newProblem(http.StatusServiceUnavailable, "the status stream is not enabled on this instance")
 	}
+	cr := credentialOf(c)
+	release, err := holdStream(&cfg, cr)
+	if err != nil {
+		return err
+	}
+	defer release()
 	// The server's ReadTimeout would cut the connection.
 	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Time{})
 	conn, err := websocket.Accept(c.Writer, c.Request, nil)
@@ -75,32 +88,51 @@ func (s *Server) streamWS(c *gin.Context) error {
 		return nil
 	}
 	conn.SetReadLimit(wsReadLimit)
-	defer conn.CloseNow() //nolint:errcheck // the fallback after the Close below; on that path the connection is already gone
-	ws := &wsSession{s: s, cfg: cfg, conn: conn, subs: make(map[string]*wsSubscription)}
-	status, reason := ws.run(c.Request.Context())
-	_ = conn.Close(status, reason)
+	defer conn.CloseNow() //nolint:errcheck // the fallback after the Close in run; on that path the connection is already gone
+	ws := &wsSession{s: s, cfg: cfg, conn: conn, subs: make(map[string]*wsSubscription), cred: cr}
+	ws.run(c.Request.Context())
 	return nil
 }
 
-// run serves the connection and returns the close status to send.
-func (ws *wsSession) run(parent context.Context) (websocket.StatusCode, string) {
+// run serves the connection and closes it. The reader keeps reading until
+// the close handshake is done, so the close status and reason reach the
+// client (a cancelled read would drop the connection without them).
+func (ws *wsSession) run(parent context.Context) {
+	readCtx, stopRead := context.WithCancel(parent)
+	defer stopRead()
+	// ctx ends when the client leaves (the reader stops) or the server
+	// stops; writes are bounded by it.
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	guard, stopGuard := ws.s.guardStream(ctx, ws.cred, ws.cfg.AuthRecheck)
+	defer stopGuard()
+	ws.guard = guard
 	feed := ws.cfg.Hub.Follow(nil)
 	defer feed.Close()
 
 	msgs := make(chan wsClientMessage)
+	loopDone := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { ws.read(ctx, cancel, msgs) })
-	defer wg.Wait()
-	defer cancel()
+	wg.Go(func() {
+		defer cancel()
+		ws.read(readCtx, loopDone, msgs)
+	})
+	status, reason := ws.loop(ctx, feed, msgs)
+	close(loopDone)
+	_ = ws.conn.Close(status, reason)
+	stopRead()
+	wg.Wait()
+}
 
+// loop sends events and answers client messages until the connection is
+// to end, and returns the close status to send.
+func (ws *wsSession) loop(ctx context.Context, feed *stream.Feed, msgs <-chan wsClientMessage) (websocket.StatusCode, string) {
 	ping := time.NewTicker(ws.cfg.PingInterval)
 	defer ping.Stop()
 	for {
 		select {
-		case <-ctx.Done():
-			return websocket.StatusGoingAway, "closing"
+		case <-ws.guard.Done():
+			return ws.ended()
 		case <-ping.C:
 			pctx, pcancel := context.WithTimeout(ctx, ws.cfg.WriteTimeout)
 			err := ws.conn.Ping(pctx)
@@ -110,7 +142,13 @@ func (ws *wsSession) run(parent context.Context) (websocket.StatusCode, string) 
 			}
 		case m := <-msgs:
 			if err := ws.handle(ctx, &m); err != nil {
+				if _, ok := errors.AsType[*streamRevoked](err); ok {
+					return ws.revoked(ctx, err)
+				}
 				return websocket.StatusGoingAway, "write failed"
+			}
+			if ws.guard.Err() != nil {
+				return ws.ended()
 			}
 		case e, ok := <-feed.C:
 			if !ok {
@@ -128,10 +166,42 @@ func (ws *wsSession) run(parent context.Context) (websocket.StatusCode, string) 
 	}
 }
 
+// ended is the close status of a connection whose guard ended: a policy
+// violation when its credential stopped working, else going away (the
+// client left or the server stops).
+func (ws *wsSession) ended() (websocket.StatusCode, string) {
+	if rev, ok := revokedCause(ws.guard); ok {
+		return ws.revoked(ws.guard, rev)
+	}
+	return websocket.StatusGoingAway, "closing"
+}
+
+// revoked logs the end of a connection whose credential stopped working
+// and returns its close status: policy violation, with the reason cut to
+// what a close frame holds (123 bytes).
+func (ws *wsSession) revoked(ctx context.Context, err error) (websocket.StatusCode, string) {
+	reason := err.Error()
+	if rev, ok := errors.AsType[*streamRevoked](err); ok {
+		reason = "unauthorized: " + rev.detail
+	}
+	name := ""
+	if ws.cred != nil {
+		name = ws.cred.key.Name
+	}
+	ws.s.cfg.Logger.InfoContext(ctx, "stream ended: credential no longer valid", "key", name, "reason", reason)
+	if len(reason) > wsCloseReasonMax {
+		reason = reason[:wsCloseReasonMax]
+	}
+	return websocket.StatusPolicyViolation, strings.ToValidUTF8(reason, "")
+}
+
+// wsCloseReasonMax is the longest close reason (RFC 6455 §5.5: a control
+// frame's payload is at most 125 bytes, 2 of them the status).
+const wsCloseReasonMax = 123
+
 // read passes client messages to msgs until the connection ends; a message
 // that is not JSON is answered with an error and ignored.
-func (ws *wsSession) read(ctx context.Context, cancel func(), msgs chan<- wsClientMessage) {
-	defer cancel()
+func (ws *wsSession) read(ctx context.Context, loopDone <-chan struct{}, msgs chan<- wsClientMessage) {
 	for {
 		_, data, err := ws.conn.Read(ctx)
 		if err != nil {
@@ -143,6 +213,9 @@ func (ws *wsSession) read(ctx context.Context, cancel func(), msgs chan<- wsClie
 		}
 		select {
 		case msgs <- m:
+		case <-loopDone:
+			// The connection is closing: keep reading until the close
+			// handshake ends the read.
 		case <-ctx.Done():
 			return
 		}
@@ -167,8 +240,27 @@ func (ws *wsSession) handle(ctx context.Context, m *wsClientMessage) error {
 
 // subscribe creates or replaces a subscription: acknowledgement, stream.gap
 // when due, replay up to the frontier pinned now, then live events above it.
+// It authenticates the connection's credential again first: a credential
+// that stopped working gets an error message and a *streamRevoked (the
+// connection is then closed); one that cannot be checked now (the store
+// failed) gets an error message, and nothing is subscribed.
 func (ws *wsSession) subscribe(ctx context.Context, m *wsClientMessage) error {
 	id := m.SubscriptionID
+	if err := ws.s.reauthenticate(ctx, ws.cred); err != nil {
+		if rev, ok := errors.AsType[*streamRevoked](err); ok {
+			if sendErr := ws.send(ctx, &wsServerMessage{SubscriptionID: id, Error: "unauthorized: " + rev.detail}); sendErr != nil {
+				return sendErr
+			}
+			return rev
+		}
+		ws.s.cfg.Logger.WarnContext(ctx, "websocket subscribe: credential check failed", "subscription_id", id, "error", err)
+		return ws.send(ctx, &wsServerMessage{SubscriptionID: id, Error: "the credential could not be checked now; subscribe again"})
+	}
+	if _, replaces := ws.subs[id]; !replaces && len(ws.subs) >= ws.cfg.MaxSubscriptions {
+		return ws.send(ctx, &wsServerMessage{SubscriptionID: id, Error: fmt.Sprintf(
+			"too many subscriptions: this connection holds %d, the most allowed (HOOKLANE_MAX_STREAM_SUBSCRIPTIONS); unsubscribe one first",
+			len(ws.subs))})
+	}
 	f, cur, err := m.Filters.parse()
 	if err == nil {
 		cur.AfterID, err = lastEventID(m.LastEventID)
@@ -205,14 +297,24 @@ func (ws *wsSession) subscribe(ctx context.Context, m *wsClientMessage) error {
 			return err
 		}
 	}
+	// The replay reads under the guard (it stops when the credential stops
+	// working) a page at a time, writing each page out before it reads the
+	// next (stream.ReplayBatchDefault events held); writes are bounded by
+	// ctx, so a revocation still closes the connection cleanly.
 	var sendErr error
-	err = stream.Replay(ctx, ws.s.cfg.Store, &stream.ReplayParams{Cursor: cur, UpTo: sub.frontier, Match: f.match},
+	err = stream.Replay(ws.guard, ws.s.cfg.Store, &stream.ReplayParams{Cursor: cur, UpTo: sub.frontier, Match: f.match},
 		func(e *stream.Event) error {
+			if err := ws.guard.Err(); err != nil {
+				return fmt.Errorf("replay of %s ended: %w", id, context.Cause(ws.guard))
+			}
 			sendErr = ws.sendEvent(ctx, id, e)
 			return sendErr
 		})
 	if sendErr != nil {
 		return sendErr
+	}
+	if ws.guard.Err() != nil {
+		return nil // the loop closes the connection
 	}
 	if err != nil {
 		delete(ws.subs, id)

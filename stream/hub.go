@@ -40,6 +40,8 @@ type Hub struct {
 	clients  map[*client]struct{}
 	frontier string
 	closed   bool
+	// held counts the open streams of each owner (Hold).
+	held map[string]int
 }
 
 type client struct {
@@ -60,7 +62,38 @@ func NewHub(cfg HubConfig) *Hub {
 		logger:  cfg.Logger.With("component", "stream_hub"),
 		wake:    make(chan struct{}, 1),
 		clients: make(map[*client]struct{}),
+		held:    make(map[string]int),
 	}
+}
+
+// Hold counts one more open stream of owner (a key or token) on this hub,
+// unless owner already holds limit of them (limit ≤ 0: no limit): then ok
+// is false. release gives the stream back; it is idempotent. The hub is
+// one per instance, so the count is per instance.
+func (h *Hub) Hold(owner string, limit int) (release func(), ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if limit > 0 && h.held[owner] >= limit {
+		return func() {}, false
+	}
+	h.held[owner]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if h.held[owner]--; h.held[owner] <= 0 {
+				delete(h.held, owner)
+			}
+		})
+	}, true
+}
+
+// Held returns how many streams owner holds open on this hub.
+func (h *Hub) Held(owner string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.held[owner]
 }
 
 // Subscribe registers a client receiving the published events for which

@@ -85,9 +85,15 @@ type ReplayParams struct {
 	UpTo string
 	// Match selects the events to send; nil sends every one.
 	Match func(*Event) bool
-	// BatchSize is the page size of a store read. Default 500.
+	// BatchSize is the page size of a store read: the most events a
+	// replay holds at once. Default ReplayBatchDefault.
 	BatchSize int
 }
+
+// ReplayBatchDefault is the page a replay reads from the store and writes
+// out before it reads the next: what one replaying client holds, whatever
+// the length of the history it asked for.
+const ReplayBatchDefault = 100
 
 // Replay sends, in ascending id order, the stored events from p.Cursor up
 // to p.UpTo that p.Match selects, reading the store page by page. It sends
@@ -98,7 +104,7 @@ func Replay(ctx context.Context, r Reader, p *ReplayParams, send func(*Event) er
 		return nil
 	}
 	if batch <= 0 {
-		batch = TailBatchDefault
+		batch = ReplayBatchDefault
 	}
 	lp := &ListAfterParams{AfterID: c.AfterID, Limit: batch}
 	if c.AfterID == "" {

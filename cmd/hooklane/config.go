@@ -70,6 +70,15 @@ type Config struct {
 	AllowUnknownTypes bool
 	// StreamRetention is how long status events stay replayable. Default 1h.
 	StreamRetention time.Duration
+	// StreamAuthRecheck is how often an open stream of a client token or a
+	// client-scoped key authenticates again against the store. Default 5s.
+	StreamAuthRecheck time.Duration
+	// MaxStreamsPerKey is how many streams one key or token may hold open
+	// on one instance. Default 20.
+	MaxStreamsPerKey int
+	// MaxStreamSubscriptions is how many subscriptions one WebSocket stream
+	// connection may hold. Default 20.
+	MaxStreamSubscriptions int
 	// PendingPollInterval is the pending poller's period. Default 5s.
 	PendingPollInterval time.Duration
 	// StaleQueuedAfter is the QUEUED age that counts as lost. Default 15m.
@@ -272,6 +281,9 @@ func settings(c *Config) []setting {
 		{"allow-private-targets", "HOOKLANE_ALLOW_PRIVATE_TARGETS", "false", "permit loopback/private webhook targets", boolean(&c.AllowPrivateTargets)},
 		{"allow-unknown-types", "HOOKLANE_ALLOW_UNKNOWN_TYPES", "false", "accept events of unregistered types", boolean(&c.AllowUnknownTypes)},
 		{"stream-retention", "HOOKLANE_STREAM_RETENTION", "1h", "how long status events stay replayable", dur(&c.StreamRetention)},
+		{"stream-auth-recheck", "HOOKLANE_STREAM_AUTH_RECHECK", "5s", "how often an open stream of a client token or client-scoped key checks its credential in the store (a revocation ends it within this)", dur(&c.StreamAuthRecheck)},
+		{"max-streams-per-key", "HOOKLANE_MAX_STREAMS_PER_KEY", "20", "most streams (SSE and WebSocket) one key or token holds open on this instance (429 past it)", integer(&c.MaxStreamsPerKey)},
+		{"max-stream-subscriptions", "HOOKLANE_MAX_STREAM_SUBSCRIPTIONS", "20", "most subscriptions one WebSocket stream connection holds", integer(&c.MaxStreamSubscriptions)},
 		{"pending-poll-interval", "HOOKLANE_PENDING_POLL_INTERVAL", "5s", "pending poller period", dur(&c.PendingPollInterval)},
 		{"stale-queued-after", "HOOKLANE_STALE_QUEUED_AFTER", "15m", "QUEUED age that counts as lost", dur(&c.StaleQueuedAfter)},
 		{"stale-poll-interval", "HOOKLANE_STALE_POLL_INTERVAL", "60s", "period of the check for jobs QUEUED too long (at most a quarter of the stale-queued age)", dur(&c.StalePollInterval)},

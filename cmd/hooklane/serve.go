@@ -362,7 +362,10 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			Limits:        ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
 			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys, TrustedProxies: proxies,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, IDs: ids, Version: version, Logger: logger, Metrics: m,
-			Stream: api.StreamConfig{Hub: hub, Retention: cfg.StreamRetention},
+			Stream: api.StreamConfig{
+				Hub: hub, Retention: cfg.StreamRetention, AuthRecheck: cfg.StreamAuthRecheck,
+				MaxPerKey: cfg.MaxStreamsPerKey, MaxSubscriptions: cfg.MaxStreamSubscriptions,
+			},
 			UI:     ui.Handler(), MetricsOnOwnListener: cfg.MetricsListen != "",
 		})
 		addr, err := listenAndServe(ctx, g, cfg.Listen, cfg.ShutdownTimeout, srv.Handler(), logger)
