@@ -117,7 +117,13 @@ func (s *Service) now() time.Time { return s.cfg.NowFunc().UTC().Truncate(time.M
 // reported at once, as a *Rejection, except the address checks, which run
 // only on an otherwise valid subscription (they may wait for DNS).
 func (s *Service) Check(ctx context.Context, sub *Subscription) error {
-	errs := sub.Validate()
+	return s.check(ctx, sub, nil)
+}
+
+// check is Check with problems found before it, extra, reported with the
+// subscription's own (a PATCH's stored secrets sent to a new place).
+func (s *Service) check(ctx context.Context, sub *Subscription, extra []FieldError) error {
+	errs := append(sub.Validate(), extra...)
 	if sub.DispatchPoolID != nil && *sub.DispatchPoolID != "" {
 		_, err := s.cfg.Store.PoolGetByID(ctx, *sub.DispatchPoolID)
 		switch {
@@ -280,7 +286,10 @@ func (sub *Subscription) receives(code string) bool {
 // createdAt, the secrets) are restored, the result is checked as Create
 // checks a new one, and stored. An `auth` or `tls` in the patch replaces
 // the stored one as a whole, and a secret in it sent as "***" keeps the
-// stored value (endpoint.go).
+// stored value — unless the patch changes where that secret goes (the
+// target, the OAuth 2.0 tokenUrl, or for the TLS client key the target's
+// host or port): then the secret must be given again, and "***" or an
+// absent `auth` (`tls`) is refused at the secret's pointer (endpoint.go).
 //
 // The merge runs on the stored subscription as read; when another write
 // came before this one (an auto-disable, another instance's change), it
@@ -292,9 +301,9 @@ func (s *Service) Patch(ctx context.Context, id string, merge func(*Subscription
 		if err := merge(&next); err != nil {
 			return nil, err
 		}
-		ep.finish(&next, cur)
+		moved := ep.finish(&next, cur)
 		next.ID, next.CreatedAt, next.Secrets, next.Version = cur.ID, cur.CreatedAt, cur.Secrets, cur.Version
-		if err := s.Check(ctx, &next); err != nil {
+		if err := s.check(ctx, &next, moved); err != nil {
 			return nil, err
 		}
 		return &next, nil
