@@ -1,0 +1,88 @@
+// Package transform runs a subscription's transformation (API.md §16): a
+// JavaScript function handler(webhook) that reshapes a delivery before its
+// request is built. The package is a leaf: it sees the standard library and
+// the JavaScript engine only, so the router, the API and the dashboard's test
+// endpoint share one implementation of the contract.
+//
+// # Use
+//
+// [Compile] parses and checks a source once (a syntax error, no top-level
+// handler or a source over [MaxSourceBytes] is a [*CompileError] with the line
+// and column); a [Cache] keeps compiled programs per subscription version so a
+// delivery never parses again. An [Engine] runs a [*Program] on an [Input] and
+// returns the validated [Output], or a [*RunError] whose [Kind] is one of a
+// small fixed set (metric labels).
+//
+// # Engine
+//
+// The engine is github.com/dop251/goja: pure Go (no cgo, nothing to build or
+// ship beside the binary), ECMAScript 5.1 with the ES2015 syntax the contract
+// names (let/const, arrow functions, template literals), compiled programs
+// that many runtimes share, and Runtime.Interrupt for the time limit. The
+// alternative with a hard memory limit, QuickJS compiled to WebAssembly and
+// run by wazero, is not served as a Go module here: it would mean building
+// and committing a WebAssembly binary of a C engine. goja has no memory limit
+// of its own, so this package builds one (below).
+//
+// # Isolation between runs
+//
+// Runtimes are pooled ([Config.PoolSize]); a runtime serves one run at a time.
+// Each runtime is locked down once when it is made: every built-in reachable
+// from the global object (prototypes, iterators, constructors and the global
+// object itself) is frozen, so a run that tampers with Object.prototype or
+// JSON.stringify, or assigns a global, changes nothing (in strict code the
+// assignment throws). The program runs inside a fresh function scope per run
+// (the source is compiled as the body of a wrapper function that returns
+// handler), so its top-level variables start anew each run. The properties
+// that ordinary code overrides on its own objects (toString, valueOf,
+// constructor, name, message, …) are accessors on the frozen prototypes that
+// define the property on the object assigned to, so freezing does not break
+// `err.name = "X"`. A fresh runtime per run isolates just as well but costs
+// far more (BenchmarkRun/fresh against BenchmarkRun/pooled).
+//
+// # Sandbox
+//
+// The global object holds the ECMAScript built-ins minus everything that is
+// not in the contract and could be abused: no eval, Function constructor,
+// BigInt, Proxy, Reflect, Promise, Map/Set/WeakMap/WeakSet, typed arrays,
+// ArrayBuffer or DataView. goja itself has no I/O, timers, require, console or
+// environment; nothing is added.
+//
+// # Time
+//
+// A run is interrupted at [Config.Timeout] and when its ctx ends. goja checks
+// the interrupt between instructions only, not inside a built-in written in
+// Go, so the built-ins that loop or allocate as much as a script asks for in
+// one call are guarded (next section). A run that still does not return
+// within [AbandonGrace] after its interrupt is abandoned: Run returns a
+// timeout, and the runtime is never reused.
+//
+// # Memory
+//
+// goja has no per-runtime memory limit, and a Go heap cannot be split by
+// goroutine, so the bound is built in three layers:
+//
+//  1. A watchdog samples the process's cumulative heap allocation
+//     (runtime/metrics /gc/heap/allocs:bytes) every [WatchdogInterval] while
+//     any run is active and interrupts each run during whose lifetime the
+//     process allocated more than [Config.MaxMemory] (default 64 MiB) with
+//     [KindMemory]. That count includes what the rest of the process allocated
+//     meanwhile, so it errs towards stopping a run: a legitimate run lasts
+//     well under a millisecond and the gateway does not allocate 64 MiB in
+//     that time.
+//  2. The built-ins that would allocate or loop without end in one Go call are
+//     guarded: an array-like's length is at most MaxMemory/64 elements for
+//     every Array.prototype method, Array.from, Function.prototype.apply and
+//     spreading; strings made by repeat, padStart, padEnd, concat, join,
+//     replace, replaceAll and JSON.stringify are at most MaxMemory/16
+//     characters (the budget is checked as they grow, so a value referenced a
+//     million times cannot multiply); JSON.parse and JSON.stringify nest at
+//     most 1,000 levels; split is capped like an array; the call stack is at
+//     most 1,000 frames.
+//  3. Concurrent runs are at most [Config.PoolSize].
+//
+// So the heap a run can hold is MaxMemory plus one guarded built-in's result
+// plus what it allocates in one watchdog interval, and the engine's share of
+// the process is PoolSize times that (with the defaults, 4 × about 200 MiB in
+// the worst case; TestRunMemory measures it).
+package transform

@@ -1,0 +1,463 @@
+package transform
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/dop251/goja"
+)
+
+// Defaults of [Config].
+const (
+	// TimeoutDefault is HOOKLANE_TRANSFORM_TIMEOUT's default (API.md §9).
+	TimeoutDefault = 100 * time.Millisecond
+	// MaxResultBytesDefault is HOOKLANE_MAX_EVENT_BYTES's default.
+	MaxResultBytesDefault = 1 << 20
+	// MaxMemoryDefault bounds what one run may allocate: 64 times the
+	// largest event, room for a handler that copies and reshapes it several
+	// times.
+	MaxMemoryDefault = 64 << 20
+	// minPoolSize keeps a few runtimes even on one core, so a hostile
+	// handler running to its time limit does not hold every delivery.
+	minPoolSize = 4
+)
+
+// WatchdogInterval is how often the memory and time watchdog looks at the
+// active runs. A run's allocation can pass its bound by what it allocates in
+// one interval.
+const WatchdogInterval = time.Millisecond
+
+// AbandonGrace is how long Run waits for an interrupted run to return. A run
+// still inside one built-in call then is abandoned: Run returns a timeout and
+// its runtime is never reused.
+const AbandonGrace = time.Second
+
+// Config configures an [Engine]. Zero fields take their defaults.
+type Config struct {
+	// Timeout is the longest run (HOOKLANE_TRANSFORM_TIMEOUT); default
+	// [TimeoutDefault].
+	Timeout time.Duration
+	// MaxResultBytes bounds the result: its payload's JSON, url and headers
+	// together (HOOKLANE_MAX_EVENT_BYTES); default [MaxResultBytesDefault].
+	MaxResultBytes int64
+	// MaxMemory bounds what one run may allocate, in bytes; default
+	// [MaxMemoryDefault]. It also sizes the guarded built-ins: arrays of at
+	// most MaxMemory/256 elements, strings of at most MaxMemory/16 bytes.
+	MaxMemory int64
+	// PoolSize is the most runs at once (each on its own runtime); more
+	// wait. Default: GOMAXPROCS, at least 4.
+	PoolSize int
+}
+
+// Engine runs compiled transformations on a pool of sandboxed runtimes. It is
+// safe for concurrent use; a runtime serves one run at a time.
+type Engine struct {
+	cfg    Config
+	maxLen int64
+	maxStr int64
+	slots  chan struct{}
+	idle   chan *sandbox
+	wd     watchdog
+}
+
+// New returns an Engine for cfg.
+func New(cfg Config) *Engine {
+	cfg.Timeout = cmp.Or(cfg.Timeout, TimeoutDefault)
+	cfg.MaxResultBytes = cmp.Or(cfg.MaxResultBytes, MaxResultBytesDefault)
+	cfg.MaxMemory = cmp.Or(cfg.MaxMemory, MaxMemoryDefault)
+	cfg.PoolSize = cmp.Or(cfg.PoolSize, max(runtime.GOMAXPROCS(0), minPoolSize))
+	return &Engine{
+		cfg:    cfg,
+		maxLen: max(cfg.MaxMemory/256, 1024),
+		maxStr: max(cfg.MaxMemory/16, cfg.MaxResultBytes),
+		slots:  make(chan struct{}, cfg.PoolSize),
+		idle:   make(chan *sandbox, cfg.PoolSize),
+	}
+}
+
+// Config is the engine's configuration with its defaults applied.
+func (e *Engine) Config() Config { return e.cfg }
+
+// inputJSON is the handler's argument as JSON; url is left out when empty.
+type inputJSON struct {
+	Method    string            `json:"method"`
+	URL       string            `json:"url,omitempty"`
+	Headers   map[string]string `json:"headers"`
+	Payload   json.RawMessage   `json:"payload"`
+	EventType string            `json:"eventType"`
+	EventID   string            `json:"eventId"`
+	Attempt   int               `json:"attempt"`
+	Cancel    bool              `json:"cancel"`
+}
+
+// outcome is what a run's goroutine hands back.
+type outcome struct {
+	out Output
+	err error
+}
+
+// Run calls prog's handler with in and returns its validated result. A
+// failure of the handler or its result is a [*RunError]; ctx ending while the
+// run waits for a runtime returns ctx's error, and while it runs a
+// [KindTimeout] RunError. Run returns within Timeout plus [AbandonGrace]
+// whatever the handler does.
+func (e *Engine) Run(ctx context.Context, prog *Program, in Input) (Output, error) {
+	raw, err := json.Marshal(inputJSON{
+		Method: in.Method, URL: in.URL, Headers: orEmpty(in.Headers), Payload: orNull(in.Payload),
+		EventType: in.EventType, EventID: in.EventID, Attempt: in.Attempt, Cancel: in.Cancel,
+	})
+	if err != nil {
+		return Output{}, fmt.Errorf("encode transformation input: %w", err)
+	}
+	select {
+	case e.slots <- struct{}{}:
+	case <-ctx.Done():
+		return Output{}, ctx.Err()
+	}
+	defer func() { <-e.slots }()
+	sb, err := e.sandbox()
+	if err != nil {
+		return Output{}, err
+	}
+
+	r := e.wd.start(sb.rt, e.cfg.Timeout, e.cfg.MaxMemory)
+	stopCtx := context.AfterFunc(ctx, func() { sb.rt.Interrupt(KindTimeout) })
+	done := make(chan outcome, 1)
+	go func() {
+		out, err := e.runIn(sb, prog, in, raw)
+		done <- outcome{out: out, err: err}
+	}()
+	abandon := time.NewTimer(e.cfg.Timeout + AbandonGrace)
+	defer abandon.Stop()
+	select {
+	case res := <-done:
+		stopCtx()
+		e.wd.stop(r)
+		sb.rt.ClearInterrupt()
+		select {
+		case e.idle <- sb:
+		default:
+		}
+		return res.out, res.err
+	case <-abandon.C:
+		stopCtx()
+		e.wd.stop(r)
+		sb.rt.Interrupt(KindTimeout)
+		return Output{}, &RunError{Kind: KindTimeout, Message: fmt.Sprintf("the run did not stop within %s", e.cfg.Timeout)}
+	}
+}
+
+// sandbox takes an idle runtime or makes one.
+func (e *Engine) sandbox() (*sandbox, error) {
+	select {
+	case sb := <-e.idle:
+		return sb, nil
+	default:
+	}
+	return newSandbox(e.maxLen, e.maxStr)
+}
+
+// runIn runs the handler in sb; everything that can call into JavaScript
+// (the handler, getters on its result) runs here, under the interrupt.
+func (e *Engine) runIn(sb *sandbox, prog *Program, in Input, raw []byte) (out Output, err error) {
+	rt := sb.rt
+	defer func() {
+		if err != nil {
+			err = runErrorOf(err, e.cfg)
+		}
+	}()
+	arg, err := sb.parse(goja.Undefined(), rt.ToValue(string(raw)))
+	if err != nil {
+		return Output{}, fmt.Errorf("parse input: %w", err)
+	}
+	argObj := arg.ToObject(rt)
+	payloadIn := argObj.Get("payload")
+	canonIn, err := sb.origStringify(goja.Undefined(), payloadIn)
+	if err != nil {
+		return Output{}, fmt.Errorf("input payload: %w", err)
+	}
+	wrapper, err := rt.RunProgram(prog.prog)
+	if err != nil {
+		return Output{}, fmt.Errorf("run program: %w", err)
+	}
+	makeHandler, ok := goja.AssertFunction(wrapper)
+	if !ok {
+		return Output{}, invalid("the program does not define handler")
+	}
+	h, err := makeHandler(goja.Undefined())
+	if err != nil {
+		return Output{}, err
+	}
+	handler, ok := goja.AssertFunction(h)
+	if !ok {
+		return Output{}, invalid("handler is not a function")
+	}
+	res, err := handler(goja.Undefined(), arg)
+	if err != nil {
+		return Output{}, err
+	}
+	return e.output(sb, res, in, canonIn.String())
+}
+
+// output validates the handler's result against §16 and fills in the members
+// it left out.
+func (e *Engine) output(sb *sandbox, res goja.Value, in Input, canonIn string) (Output, error) {
+	rt := sb.rt
+	obj, ok := res.(*goja.Object)
+	if _, isFunc := goja.AssertFunction(res); !ok || isFunc || obj.ClassName() == "Array" {
+		return Output{}, invalid("the handler must return an object, not %s", describe(res))
+	}
+	out := Output{Method: in.Method, URL: in.URL, Headers: in.Headers, Payload: orNull(in.Payload), Cancel: in.Cancel}
+	out.PayloadIsString = len(out.Payload) > 0 && out.Payload[0] == '"'
+	size := int64(0)
+
+	if v := obj.Get("method"); present(v) {
+		m, ok := v.(goja.String)
+		if !ok || !validMethod(m.String()) {
+			return Output{}, invalid("method must be POST, PUT or PATCH, not %s", describe(v))
+		}
+		out.Method = m.String()
+	}
+	if v := obj.Get("url"); present(v) {
+		u, ok := v.(goja.String)
+		if !ok {
+			return Output{}, invalid("url must be a string, not %s", describe(v))
+		}
+		if int64(u.Length()) > e.cfg.MaxResultBytes {
+			return Output{}, &RunError{Kind: KindTooLarge, Message: "url is longer than the result size limit"}
+		}
+		if in.URL == "" {
+			return Output{}, invalid("url cannot be set: the subscription delivers to a destination")
+		}
+		if err := checkURL(u.String()); err != nil {
+			return Output{}, invalid("%v", err)
+		}
+		out.URL = u.String()
+	}
+	size += int64(len(out.URL))
+	if v := obj.Get("headers"); present(v) {
+		h, err := e.headers(sb, v, &size)
+		if err != nil {
+			return Output{}, err
+		}
+		out.Headers = h
+	}
+	if v := obj.Get("payload"); present(v) {
+		b := &budget{s: sb, max: e.cfg.MaxResultBytes - size, what: "the result"}
+		serialize, _ := goja.AssertFunction(rt.ToValue(func(c goja.FunctionCall) goja.Value {
+			return sb.stringify(sb.origStringify, c.Argument(0), goja.Undefined(), goja.Undefined(), b)
+		}))
+		js, err := serialize(goja.Undefined(), v)
+		if err != nil {
+			if b.exceeded {
+				return Output{}, &RunError{Kind: KindTooLarge, Message: fmt.Sprintf("the result is more than %d bytes", e.cfg.MaxResultBytes)}
+			}
+			return Output{}, err
+		}
+		if js == nil || goja.IsUndefined(js) {
+			return Output{}, invalid("payload must be a JSON value, not %s", describe(v))
+		}
+		s := js.String()
+		out.Payload = json.RawMessage(s)
+		out.PayloadIsString = len(s) > 0 && s[0] == '"'
+		out.PayloadChanged = s != canonIn
+		size += int64(len(s))
+	}
+	if size > e.cfg.MaxResultBytes {
+		return Output{}, &RunError{Kind: KindTooLarge, Message: fmt.Sprintf("the result is more than %d bytes", e.cfg.MaxResultBytes)}
+	}
+	if v := obj.Get("cancel"); present(v) {
+		c, ok := v.Export().(bool)
+		if !ok {
+			return Output{}, invalid("cancel must be true or false, not %s", describe(v))
+		}
+		out.Cancel = c
+	}
+	return out, nil
+}
+
+// headers validates the headers member: an object of string values, names
+// that are tokens a transformation may set.
+func (e *Engine) headers(sb *sandbox, v goja.Value, size *int64) (map[string]string, error) {
+	obj, ok := v.(*goja.Object)
+	if _, isFunc := goja.AssertFunction(v); !ok || isFunc || obj.ClassName() == "Array" {
+		return nil, invalid("headers must be an object, not %s", describe(v))
+	}
+	keys := obj.Keys()
+	if int64(len(keys)) > sb.maxLen {
+		return nil, &RunError{Kind: KindTooLarge, Message: "too many headers"}
+	}
+	h := make(map[string]string, len(keys))
+	for _, k := range keys {
+		name := strings.ToLower(k)
+		if err := checkHeaderName(name); err != nil {
+			return nil, invalid("%v", err)
+		}
+		if forbiddenHeader(name) {
+			return nil, invalid("header %q cannot be set by a transformation", truncate(name, 100))
+		}
+		if _, dup := h[name]; dup {
+			return nil, invalid("header %q is set twice", truncate(name, 100))
+		}
+		val, ok := obj.Get(k).(goja.String)
+		if !ok {
+			return nil, invalid("header %q must be a string, not %s", truncate(name, 100), describe(obj.Get(k)))
+		}
+		*size += int64(len(name)) + int64(val.Length())
+		if *size > e.cfg.MaxResultBytes {
+			return nil, &RunError{Kind: KindTooLarge, Message: fmt.Sprintf("the result is more than %d bytes", e.cfg.MaxResultBytes)}
+		}
+		s := val.String()
+		if err := checkHeaderValue(name, s); err != nil {
+			return nil, invalid("%v", err)
+		}
+		h[name] = s
+	}
+	return h, nil
+}
+
+// present reports whether a result member was given (undefined counts as
+// left out).
+func present(v goja.Value) bool {
+	return v != nil && !goja.IsUndefined(v)
+}
+
+// describe names a value's type for an error, without its content.
+func describe(v goja.Value) string {
+	switch {
+	case v == nil || goja.IsUndefined(v):
+		return "undefined"
+	case goja.IsNull(v):
+		return "null"
+	}
+	if obj, ok := v.(*goja.Object); ok {
+		if _, isFunc := goja.AssertFunction(v); isFunc {
+			return "a function"
+		}
+		if obj.ClassName() == "Array" {
+			return "an array"
+		}
+		return "an object"
+	}
+	if _, ok := v.(goja.String); ok {
+		return "a string"
+	}
+	return "a " + v.ExportType().String()
+}
+
+// runErrorOf turns what the VM returned into a RunError with a bounded
+// message and the source position of the innermost JavaScript frame.
+func runErrorOf(err error, cfg Config) error {
+	var re *RunError
+	if errors.As(err, &re) {
+		return re
+	}
+	if interrupted, ok := errors.AsType[*goja.InterruptedError](err); ok {
+		kind, _ := interrupted.Value().(Kind)
+		re = &RunError{Kind: cmp.Or(kind, KindTimeout)}
+		if re.Kind == KindMemory {
+			re.Message = fmt.Sprintf("the run allocated more than %d bytes", cfg.MaxMemory)
+		} else {
+			re.Message = fmt.Sprintf("the run took longer than %s", cfg.Timeout)
+		}
+		re.Line, re.Column = position(interrupted.Stack())
+		return re
+	}
+	if overflow, ok := errors.AsType[*goja.StackOverflowError](err); ok {
+		re = &RunError{Kind: KindThrow, Message: "RangeError: Maximum call stack size exceeded"}
+		re.Line, re.Column = position(overflow.Stack())
+		return re
+	}
+	if exc, ok := errors.AsType[*goja.Exception](err); ok {
+		re = &RunError{Kind: KindThrow, Message: thrownMessage(exc.Value())}
+		re.Line, re.Column = position(exc.Stack())
+		return re
+	}
+	return &RunError{Kind: KindThrow, Message: truncate(err.Error(), maxErrorBytes)}
+}
+
+// thrownMessage is a thrown value's text, at most maxErrorBytes, taken
+// without converting a huge string whole: "Name: message" for an error
+// object, the value itself for a primitive.
+func thrownMessage(v goja.Value) string {
+	if v == nil {
+		return "undefined"
+	}
+	obj, ok := v.(*goja.Object)
+	if !ok {
+		return boundedString(v)
+	}
+	var name, msg string
+	// Reading a property can call a getter that throws or spins; the run's
+	// interrupt is still armed, and a failure leaves the part empty.
+	func() {
+		defer func() { _ = recover() }()
+		if n := obj.Get("name"); present(n) {
+			name = boundedString(n)
+		}
+		if m := obj.Get("message"); present(m) {
+			msg = boundedString(m)
+		}
+	}()
+	switch {
+	case name != "" && msg != "":
+		return truncate(name+": "+msg, maxErrorBytes)
+	case msg != "":
+		return msg
+	case name != "":
+		return name
+	}
+	return "a thrown " + describe(v)
+}
+
+// boundedString converts a primitive to text, cutting a long string before
+// it is copied.
+func boundedString(v goja.Value) string {
+	if s, ok := v.(goja.String); ok {
+		if s.Length() > maxErrorBytes {
+			return truncate(s.Substring(0, maxErrorBytes).String(), maxErrorBytes)
+		}
+		return truncate(s.String(), maxErrorBytes)
+	}
+	if _, ok := v.(*goja.Object); ok {
+		return describe(v)
+	}
+	return truncate(v.String(), maxErrorBytes)
+}
+
+// position is the line and column, in the user's source, of the innermost
+// frame that has one.
+func position(stack []goja.StackFrame) (line, col int) {
+	for i := range stack {
+		p := stack[i].Position()
+		if p.Line == 0 {
+			continue
+		}
+		line, col = p.Line, p.Column
+		if line == 1 {
+			col = max(col-len(wrapperHead), 1)
+		}
+		return line, col
+	}
+	return 0, 0
+}
+
+func orEmpty(h map[string]string) map[string]string {
+	if h == nil {
+		return map[string]string{}
+	}
+	return h
+}
+
+func orNull(p json.RawMessage) json.RawMessage {
+	if len(p) == 0 {
+		return json.RawMessage("null")
+	}
+	return p
+}
