@@ -86,7 +86,7 @@ func (s *Subscription) ApplyDefaults() {
 // host; required for push delivery; the private-address check is not done
 // here), headers (valid names and values; none of the headers the gateway
 // sets itself: Content-Type, Content-Length, Host, webhook-*, hooklane-*,
-// ce-*), mode, delivery, timeouts, retry policy, status, custom
+// ce-*; their number and size, see HeadersBytesMax), mode, delivery, timeouts, retry policy, status, custom
 // configuration, and auth and tls (see validateEndpoint).
 func (s *Subscription) Validate() []FieldError {
 	var errs []FieldError
@@ -127,7 +127,12 @@ func (s *Subscription) Validate() []FieldError {
 			add("/target", err.Error())
 		}
 	}
+	headerErrs, eachHeader := s.validateHeaderBounds() // limits_endpoint.go
+	errs = append(errs, headerErrs...)
 	for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
+		if !eachHeader {
+			break
+		}
 		ptr := "/headers/" + escapePointer(name)
 		if err := httpfield.CheckName(name); err != nil {
 			add(ptr, err.Error())

@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -97,6 +98,9 @@ func validateAuth(a *endpoint.Auth) []FieldError {
 			add(f.ptr, "is not used by auth type "+string(a.Type))
 		case f.secret && f.value == endpoint.Mask:
 			add(f.ptr, maskLeft)
+		case authFieldMax(f.ptr) > 0 && len(f.value) > authFieldMax(f.ptr):
+			// Bounded so it can be sent (limits_endpoint.go).
+			add(f.ptr, fmt.Sprintf("must be at most %d bytes", authFieldMax(f.ptr)))
 		case !headerSafe(f.value):
 			add(f.ptr, "must not contain control characters")
 		}
@@ -130,8 +134,16 @@ func validateAuth(a *endpoint.Auth) []FieldError {
 		}
 		required("/clientId", a.ClientID)
 		required("/clientSecret", a.ClientSecret)
+		if len(a.Scopes) > AuthScopesMax {
+			// One problem, not one per scope.
+			add("/scopes", fmt.Sprintf("must have at most %d scopes", AuthScopesMax))
+			break
+		}
 		for i, sc := range a.Scopes {
-			if !scopeToken(sc) {
+			switch {
+			case len(sc) > AuthScopeMaxBytes:
+				add("/scopes/"+strconv.Itoa(i), fmt.Sprintf("must be at most %d bytes", AuthScopeMaxBytes))
+			case !scopeToken(sc):
 				add("/scopes/"+strconv.Itoa(i), "must be a non-empty scope token: printable ASCII without spaces, '\"' or '\\'")
 			}
 		}
@@ -146,6 +158,9 @@ func validateTLS(t *endpoint.TLS) []FieldError {
 	if t.ClientCertificate == "" && t.ClientKey == "" && t.CACertificate == "" {
 		add("", "must set clientCertificate with clientKey, caCertificate, or both")
 		return errs
+	}
+	if errs = validateTLSBounds(t); len(errs) > 0 {
+		return errs // not parsed: too long to be used (limits_endpoint.go)
 	}
 	switch {
 	case t.ClientCertificate != "" && t.ClientKey == "":
