@@ -124,6 +124,13 @@ func decodeJSON(r *http.Request, dst any, maxBytes int64) error {
 		// an object breaks that rule (422, as any other non-object does).
 		return unprocessable("a field has the wrong type", FieldError{Pointer: "", Message: "must be an object"})
 	}
+	if ce, err := memberCase(body, reflect.TypeOf(dst)); err == nil && ce != nil {
+		// encoding/json would take the member for ce.want (strict_json.go).
+		return unprocessable("member names are case-sensitive", FieldError{
+			Pointer: ce.pointer,
+			Message: "unknown member: names are case-sensitive (did you mean " + ce.want + "?)",
+		})
+	}
 	if err := json.Unmarshal(body, dst); err != nil {
 		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 			ptr, found := pointerAt(body, te.Offset)
