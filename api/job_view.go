@@ -2,8 +2,6 @@ package api
 
 import (
 	"maps"
-	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -13,7 +11,7 @@ import (
 )
 
 // masked replaces a value the caller may not read.
-const masked = "***"
+const masked = dispatch.Masked
 
 // jobForCaller renders a job for the caller of the request: in full for a
 // caller that may read subscriptions (GET /api/subscriptions/{id}: admin
@@ -51,7 +49,7 @@ func mayReadSubscriptions(c *gin.Context) bool {
 }
 
 // maskedJob returns a copy of j with its custom header values masked, its
-// target URL reduced by maskURL, and every URL inside its error messages
+// target URL reduced by dispatch.MaskTarget, and every URL inside its error messages
 // (a failed send names its URL) masked the same way. The job itself is not
 // changed.
 func maskedJob(j *dispatch.Job) *dispatch.Job {
@@ -63,69 +61,32 @@ func maskedJob(j *dispatch.Job) *dispatch.Job {
 		}
 	}
 	if j.TargetURL != "" {
-		out.TargetURL = maskURL(j.TargetURL)
+		out.TargetURL = dispatch.MaskTarget(j.TargetURL)
 	}
 	if j.LastError != nil {
-		e := maskURLsInText(*j.LastError)
+		e := dispatch.MaskTargetsInText(*j.LastError)
 		out.LastError = &e
 	}
 	if j.Attempts != nil {
 		out.Attempts = make([]dispatch.Attempt, len(j.Attempts))
 		for i, a := range j.Attempts {
-			a.Error = maskURLsInText(a.Error)
+			a.Error = dispatch.MaskTargetsInText(a.Error)
 			out.Attempts[i] = a
 		}
 	}
 	return &out
 }
 
-// maskURL keeps what says where a delivery goes — scheme, host and port —
-// and masks every part that may carry a receiver's credential: the
-// userinfo (https://user:pass@ or https://token@), the path (Slack, Discord
-// and many other receivers put their token there), the query and the
-// fragment. "https://u:p@hooks.example.com/T0/B0/secret?sig=x" becomes
-// "https://***@hooks.example.com/***". A value that does not parse as a URL
-// with a host is masked whole.
-func maskURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return masked
-	}
-	var b strings.Builder
-	b.WriteString(u.Scheme + "://")
-	if u.User != nil {
-		b.WriteString(masked + "@")
-	}
-	b.WriteString(u.Host)
-	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		b.WriteString("/" + masked)
-	}
-	return b.String()
-}
-
-// urlInText finds the URLs in a message such as Go's "Post
-// \"https://…\": dial tcp …": a scheme, then everything up to a space, a
-// quote or an angle bracket.
-var urlInText = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>]+`)
-
-// maskURLsInText masks, as maskURL does, every URL inside a free-text
-// message (a delivery error that names its target). Text without a URL is
-// returned as is.
-func maskURLsInText(s string) string {
-	if !strings.Contains(s, "://") {
-		return s
-	}
-	return urlInText.ReplaceAllStringFunc(s, maskURL)
-}
-
-// maskedStatusEvent returns e with the URLs in its error message masked.
-// Status events go to every stream client and into every job's history, so
-// they are masked for every role.
+// maskedStatusEvent returns e with the URLs in its error message and its
+// reason (a circuit's reason names the last failure) masked by
+// dispatch.MaskTargetsInText. Status events go to every stream client and
+// into every job's history, so they are masked for every role.
 func maskedStatusEvent(e *stream.Event) *stream.Event {
-	if !strings.Contains(e.Data.Error, "://") {
+	if !strings.Contains(e.Data.Error, "://") && !strings.Contains(e.Data.Reason, "://") {
 		return e
 	}
 	out := *e
-	out.Data.Error = maskURLsInText(e.Data.Error)
+	out.Data.Error = dispatch.MaskTargetsInText(e.Data.Error)
+	out.Data.Reason = dispatch.MaskTargetsInText(e.Data.Reason)
 	return &out
 }

@@ -1,12 +1,14 @@
-package api
+package dispatch_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/dispatch"
 )
 
-func TestMaskURL(t *testing.T) {
+func TestMaskTarget(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"https://receiver.example.com", "https://receiver.example.com"},
@@ -23,11 +25,11 @@ func TestMaskURL(t *testing.T) {
 		{"", "***"},
 	}
 	for _, tt := range tests {
-		require.Equal(t, tt.want, maskURL(tt.in), tt.in)
+		require.Equal(t, tt.want, dispatch.MaskTarget(tt.in), tt.in)
 	}
 }
 
-func TestMaskURLsInText(t *testing.T) {
+func TestMaskTargetsInText(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ in, want string }{
 		{
@@ -43,6 +45,6 @@ func TestMaskURLsInText(t *testing.T) {
 		{"", ""},
 	}
 	for _, tt := range tests {
-		require.Equal(t, tt.want, maskURLsInText(tt.in), tt.in)
+		require.Equal(t, tt.want, dispatch.MaskTargetsInText(tt.in), tt.in)
 	}
 }

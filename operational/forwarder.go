@@ -105,7 +105,9 @@ func (f *Forwarder) Observe(j *dispatch.Job, events []stream.Event) {
 }
 
 // toCloudEvent renders a status event as its operational event, when it
-// is one.
+// is one. Producer and viewer keys read operational events, so every URL
+// in its free text (a circuit's reason and a discarded job's error name
+// the failed send's target) is masked by dispatch.MaskTargetsInText.
 func toCloudEvent(j *dispatch.Job, e *stream.Event) (cloudevent.Event, bool) {
 	typ, ok := typeOf(e.Type)
 	if !ok {
@@ -121,7 +123,7 @@ func toCloudEvent(j *dispatch.Job, e *stream.Event) (cloudevent.Event, bool) {
 		if j == nil || IsOperational(j.Code) {
 			return cloudevent.Event{}, false // no news of the news (see the package doc)
 		}
-		data = map[string]any{"jobId": j.ID, "error": cmpOr(d.Error, "discarded")}
+		data = map[string]any{"jobId": j.ID, "error": dispatch.MaskTargetsInText(cmpOr(d.Error, "discarded"))}
 		set(data, "eventId", j.EventID)
 		set(data, "eventType", j.Code)
 		set(data, "subscriptionId", j.SubscriptionID)
@@ -137,7 +139,7 @@ func toCloudEvent(j *dispatch.Job, e *stream.Event) (cloudevent.Event, bool) {
 			ce.Extensions[subscription.ExtSubscriptionID] = j.SubscriptionID
 		}
 	} else {
-		data = map[string]any{"subscriptionId": e.Subject, "subscription": d.Subscription, "reason": d.Reason}
+		data = map[string]any{"subscriptionId": e.Subject, "subscription": d.Subscription, "reason": dispatch.MaskTargetsInText(d.Reason)}
 		if d.ClientID != "" {
 			data["clientId"] = d.ClientID
 		}

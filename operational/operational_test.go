@@ -88,18 +88,18 @@ func setup(t *testing.T) *fixture {
 	return f
 }
 
-// events waits for n stored events of type typ and returns them.
-func (f *fixture) events(t *testing.T, typ string, n int) []*eventlog.Event {
+// event waits for the one stored event of type typ and returns it.
+func (f *fixture) event(t *testing.T, typ string) *eventlog.Event {
 	t.Helper()
 	var got []*eventlog.Event
 	require.Eventually(t, func() bool {
 		pg, err := f.p.Store.EventList(context.Background(), &eventlog.ListParams{Type: typ, Limit: 100})
 		require.NoError(t, err)
 		got = pg.Events
-		return len(got) >= n
-	}, 60*time.Second, 10*time.Millisecond, "no %d events of %s", n, typ)
-	require.Len(t, got, n)
-	return got
+		return len(got) >= 1
+	}, 60*time.Second, 10*time.Millisecond, "no event of %s", typ)
+	require.Len(t, got, 1)
+	return got[0]
 }
 
 // subscriptionsOf returns the codes of the subscriptions an event's jobs
@@ -129,7 +129,7 @@ func TestCircuitEventReachesEveryoneButItsSubject(t *testing.T) {
 	f.fwd.Observe(nil, []stream.Event{opened})
 	f.fwd.Observe(nil, []stream.Event{opened}) // a repeat is a duplicate
 
-	got := f.events(t, operational.TypeCircuitOpened, 1)[0]
+	got := f.event(t, operational.TypeCircuitOpened)
 	require.Equal(t, opened.ID, got.Event.ID)
 	require.Equal(t, operational.Source, got.Event.Source)
 	require.Equal(t, f.ops.ID, got.Event.Subject)
@@ -163,7 +163,7 @@ func TestDiscardedJobEvents(t *testing.T) {
 	f.fwd.Observe(j, []stream.Event{j.StatusEvent(f.p.IDs.New(), stream.TypeDispatchFailed, now)})
 	f.fwd.Observe(j, []stream.Event{discarded})
 
-	got := f.events(t, operational.TypeDispatchDiscarded, 1)[0]
+	got := f.event(t, operational.TypeDispatchDiscarded)
 	require.Equal(t, discarded.ID, got.Event.ID)
 	var data map[string]any
 	require.NoError(t, json.Unmarshal(got.Event.Data, &data))

@@ -574,6 +574,6 @@ func observation(j *dispatch.Job, a dispatch.Attempt, err error) health.Observat
 	d := time.Duration(a.DurationMs) * time.Millisecond
 	return health.Observation{
 		SubscriptionID: j.SubscriptionID, At: a.StartedAt.Add(d), OK: err == nil,
-		Answered: a.StatusCode > 0, Latency: d, Error: msg,
+		Answered: a.StatusCode > 0, Latency: d, Error: dispatch.MaskTargetsInText(msg),
 	}
 }
