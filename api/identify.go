@@ -16,8 +16,8 @@ import (
 // while authentication is on.
 var errNoKey = errors.New("an API key is required: Authorization: Bearer <key>")
 
-// ctxKeyCredential is the gin context key of the caller's *credential.
-const ctxKeyCredential = "api_credential"
+// ctxKeyCaller is the gin context key of the caller's *credential.
+const ctxKeyCaller = "api_caller"
 
 // credential is who a request authenticated as: a configured key or a
 // client token. The stream keeps it to authenticate again while it is
@@ -67,7 +67,7 @@ func (s *Server) identify(c *gin.Context) (*Key, bool) {
 	if cr == nil {
 		return nil, true
 	}
-	c.Set(ctxKeyCredential, cr)
+	c.Set(ctxKeyCaller, cr)
 	return &cr.key, true
 }
 
@@ -112,7 +112,7 @@ func (s *Server) authenticateToken(ctx context.Context, token, header string) (*
 	}
 	t, _, err := s.clients.Authenticate(ctx, token)
 	if err != nil {
-		return nil, err //nolint:wrapcheck // the client service's typed errors, mapped by authFailed
+		return nil, err
 	}
 	// The name shows in the access log and the dashboard: the token's own
 	// name when it has one, with its id (never the token).
@@ -133,7 +133,7 @@ func (s *Server) clientExists(ctx context.Context, id string) error {
 		return &client.Unauthorized{Detail: "client-scoped keys are not served here"}
 	}
 	if _, err := s.clients.ClientOf(ctx, id); err != nil {
-		return err //nolint:wrapcheck // the client service's typed errors, mapped by authFailed
+		return err
 	}
 	return nil
 }
@@ -141,7 +141,7 @@ func (s *Server) clientExists(ctx context.Context, id string) error {
 // credentialOf returns the credential the request authenticated with (nil
 // when authentication is off and none was presented).
 func credentialOf(c *gin.Context) *credential {
-	v, ok := c.Get(ctxKeyCredential)
+	v, ok := c.Get(ctxKeyCaller)
 	if !ok {
 		return nil
 	}

@@ -348,7 +348,7 @@ func (s *Server) sseRevoked(ctx context.Context, sw *sseWriter, c *gin.Context) 
 	if !ok {
 		return
 	}
-	s.cfg.Logger.InfoContext(c.Request.Context(), "stream ended: credential no longer valid",
+	s.cfg.Logger.InfoContext(ctx, "stream ended: credential no longer valid",
 		"key", c.GetString(ctxKeyName), "reason", rev.detail)
 	sw.buf.WriteString(": " + strings.ReplaceAll(rev.Error(), "\n", " ") + "\n\n")
 	_ = sw.flush() // the response ends either way

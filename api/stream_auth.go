@@ -29,19 +29,19 @@ const (
 	StreamMaxSubscriptionsDefault = 20
 )
 
-// streamRevoked is the cause a guarded stream's context ends with when its
+// streamRevokedError is the cause a guarded stream's context ends with when its
 // credential stopped working.
-type streamRevoked struct {
+type streamRevokedError struct {
 	detail string
 }
 
-func (e *streamRevoked) Error() string {
+func (e *streamRevokedError) Error() string {
 	return "the credential of this stream is no longer valid: " + e.detail
 }
 
 // revokedCause returns the revocation that ended ctx, if one did.
-func revokedCause(ctx context.Context) (*streamRevoked, bool) {
-	return errors.AsType[*streamRevoked](context.Cause(ctx))
+func revokedCause(ctx context.Context) (*streamRevokedError, bool) {
+	return errors.AsType[*streamRevokedError](context.Cause(ctx))
 }
 
 // guardStream returns a context derived from ctx that ends, with a
@@ -82,11 +82,11 @@ func (s *Server) watchCredential(ctx context.Context, cancel context.CancelCause
 		case <-ctx.Done():
 			return
 		case <-expiry:
-			cancel(&streamRevoked{detail: "the token expired at " + cr.expiresAt.UTC().Format(time.RFC3339)})
+			cancel(&streamRevokedError{detail: "the token expired at " + cr.expiresAt.UTC().Format(time.RFC3339)})
 			return
 		case <-tick.C:
 			if err := s.reauthenticate(ctx, cr); err != nil {
-				if rev, ok := errors.AsType[*streamRevoked](err); ok {
+				if rev, ok := errors.AsType[*streamRevokedError](err); ok {
 					cancel(rev)
 					return
 				}
@@ -108,13 +108,13 @@ func (s *Server) reauthenticate(ctx context.Context, cr *credential) error {
 	}
 	now, err := s.authenticate(ctx, cr.header)
 	if un, ok := errors.AsType[*client.Unauthorized](err); ok {
-		return &streamRevoked{detail: un.Detail}
+		return &streamRevokedError{detail: un.Detail}
 	}
 	if err != nil {
 		return err
 	}
 	if now == nil || now.key.ClientID != cr.key.ClientID || now.key.Role != cr.key.Role || now.tokenID != cr.tokenID {
-		return &streamRevoked{detail: "the credential changed"}
+		return &streamRevokedError{detail: "the credential changed"}
 	}
 	return nil
 }

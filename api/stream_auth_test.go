@@ -59,16 +59,18 @@ func startTailer(t *testing.T, st stream.Reader, hub *stream.Hub) {
 	})
 }
 
-// createClient creates a client with the given headers (an admin key's).
-func createClient(t *testing.T, ts *testServer, id string, headers ...string) {
+// createClient creates the client acme with the given headers (an admin key's).
+func createClient(t *testing.T, ts *testServer, headers ...string) {
 	t.Helper()
+	const id = "acme"
 	resp, got := ts.do(t, http.MethodPost, "/api/clients", map[string]any{"id": id, "name": id}, headers...)
 	require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", got)
 }
 
-// issueToken issues a viewer token of client and returns it and its id.
-func issueToken(t *testing.T, ts *testServer, clientID string, headers ...string) (token, id string) {
+// issueToken issues a viewer token of acme and returns it and its id.
+func issueToken(t *testing.T, ts *testServer, headers ...string) (token, id string) {
 	t.Helper()
+	const clientID = "acme"
 	resp, got := ts.do(t, http.MethodPost, "/api/clients/"+clientID+"/tokens", map[string]any{"role": "viewer", "ttlSeconds": 60}, headers...)
 	require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", got)
 	return got["token"].(string), got["id"].(string)
@@ -82,10 +84,10 @@ type rawSSE struct {
 	all   []string
 }
 
-// openSSE opens GET base+path with the bearer key and requires 200.
-func openSSE(t *testing.T, base, path, key string) *rawSSE {
+// openSSE opens GET base/api/stream with the bearer key and requires 200.
+func openSSE(t *testing.T, base, key string) *rawSSE {
 	t.Helper()
-	resp, err := getStream(t, base+path, key)
+	resp, err := getStream(t, base+"/api/stream", key)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	r := &rawSSE{lines: make(chan string, 1<<12)}
@@ -121,9 +123,10 @@ func getStream(t *testing.T, url, key string) (*http.Response, error) {
 	return resp, nil
 }
 
-// waitLine waits for a line containing want.
-func (r *rawSSE) waitLine(t *testing.T, want string) {
+// waitConnected waits for the stream's first comment.
+func (r *rawSSE) waitConnected(t *testing.T) {
 	t.Helper()
+	const want = ": connected"
 	deadline := time.After(streamEndWait)
 	for {
 		select {
@@ -166,10 +169,10 @@ func (r *rawSSE) waitEnd(t *testing.T) string {
 func TestStreamEndsWhenItsTokenIsRevoked(t *testing.T) {
 	t.Parallel()
 	b := setupAuthStream(t, nil)
-	createClient(t, b.ts, "acme")
-	token, id := issueToken(t, b.ts, "acme")
-	s := openSSE(t, b.ts.URL, "/api/stream", token)
-	s.waitLine(t, ": connected")
+	createClient(t, b.ts)
+	token, id := issueToken(t, b.ts)
+	s := openSSE(t, b.ts.URL, token)
+	s.waitConnected(t)
 	b.waitClients(t, 1)
 	resp, _ := b.ts.do(t, http.MethodDelete, "/api/clients/acme/tokens/"+id, nil)
 	require.Equal(t, http.StatusNoContent, resp.StatusCode)
@@ -189,12 +192,12 @@ func TestStreamEndsAtItsTokensExpiry(t *testing.T) {
 		// No recheck within the test: only the expiry timer can end it.
 		c.Stream.AuthRecheck = time.Hour
 	})
-	createClient(t, b.ts, "acme")
-	token, _ := issueToken(t, b.ts, "acme") // 60 s
+	createClient(t, b.ts)
+	token, _ := issueToken(t, b.ts) // 60 s
 	// 200 ms of real time before the token's expiry when the stream opens.
 	clock.Advance(60*time.Second - 200*time.Millisecond)
-	s := openSSE(t, b.ts.URL, "/api/stream", token)
-	s.waitLine(t, ": connected")
+	s := openSSE(t, b.ts.URL, token)
+	s.waitConnected(t)
 	require.Contains(t, s.waitEnd(t), "the token expired at")
 }
 
@@ -202,10 +205,10 @@ func TestStreamEndsWhenItsTokenExpiresOnTheInjectedClock(t *testing.T) {
 	t.Parallel()
 	clock := clocktest.New(time.Now())
 	b := setupAuthStream(t, func(c *api.Config) { c.NowFunc = clock.Now })
-	createClient(t, b.ts, "acme")
-	token, _ := issueToken(t, b.ts, "acme")
-	s := openSSE(t, b.ts.URL, "/api/stream", token)
-	s.waitLine(t, ": connected")
+	createClient(t, b.ts)
+	token, _ := issueToken(t, b.ts)
+	s := openSSE(t, b.ts.URL, token)
+	s.waitConnected(t)
 	// The store's read at the next recheck finds the token expired.
 	clock.Advance(time.Hour)
 	require.Contains(t, s.waitEnd(t), "the token expired at")
@@ -217,12 +220,12 @@ func TestStreamOfAScopedKeyEndsWhenItsClientIsDeleted(t *testing.T) {
 	require.NoError(t, err)
 	b := setupAuthStream(t, func(c *api.Config) { c.Keys = keys })
 	admin := bearer("k-admin-0123456789")
-	createClient(t, b.ts, "acme", admin...)
-	token, _ := issueToken(t, b.ts, "acme", admin...)
-	byKey := openSSE(t, b.ts.URL, "/api/stream", "k-acme-view-0123")
-	byToken := openSSE(t, b.ts.URL, "/api/stream", token)
-	byKey.waitLine(t, ": connected")
-	byToken.waitLine(t, ": connected")
+	createClient(t, b.ts, admin...)
+	token, _ := issueToken(t, b.ts, admin...)
+	byKey := openSSE(t, b.ts.URL, "k-acme-view-0123")
+	byToken := openSSE(t, b.ts.URL, token)
+	byKey.waitConnected(t)
+	byToken.waitConnected(t)
 	resp, _ := b.ts.do(t, http.MethodDelete, "/api/clients/acme", nil, admin...)
 	require.Equal(t, http.StatusNoContent, resp.StatusCode)
 	require.Contains(t, byKey.waitEnd(t), `the client "acme" of this key does not exist`)
@@ -234,11 +237,11 @@ func TestStreamOfAScopedKeyEndsWhenItsClientIsDeleted(t *testing.T) {
 func TestStreamOfASuspendedClientGoesOnAsItsRESTCallsDo(t *testing.T) {
 	t.Parallel()
 	b := setupAuthStream(t, nil)
-	createClient(t, b.ts, "acme")
-	kept, _ := issueToken(t, b.ts, "acme")
-	probe, probeID := issueToken(t, b.ts, "acme")
-	s := openSSE(t, b.ts.URL, "/api/stream", kept)
-	s.waitLine(t, ": connected")
+	createClient(t, b.ts)
+	kept, _ := issueToken(t, b.ts)
+	probe, probeID := issueToken(t, b.ts)
+	s := openSSE(t, b.ts.URL, kept)
+	s.waitConnected(t)
 	resp, _ := b.ts.do(t, http.MethodPatch, "/api/clients/acme", map[string]any{"status": "SUSPENDED"})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	resp, got := b.ts.do(t, http.MethodGet, "/api/auth/whoami", nil, bearer(kept)...)
@@ -246,8 +249,8 @@ func TestStreamOfASuspendedClientGoesOnAsItsRESTCallsDo(t *testing.T) {
 	// A second stream opened after the first and revoked: once it ended,
 	// the first (same recheck interval, started earlier) was checked after
 	// the suspension too.
-	p := openSSE(t, b.ts.URL, "/api/stream", probe)
-	p.waitLine(t, ": connected")
+	p := openSSE(t, b.ts.URL, probe)
+	p.waitConnected(t)
 	resp, _ = b.ts.do(t, http.MethodDelete, "/api/clients/acme/tokens/"+probeID, nil)
 	require.Equal(t, http.StatusNoContent, resp.StatusCode)
 	p.waitEnd(t)
@@ -291,8 +294,8 @@ func TestStreamWebSocketSubscribeAfterRevocationIsRefused(t *testing.T) {
 	t.Parallel()
 	// No recheck within the test: the subscribe's own authentication refuses.
 	b := setupAuthStream(t, func(c *api.Config) { c.Stream.AuthRecheck = time.Hour })
-	createClient(t, b.ts, "acme")
-	token, id := issueToken(t, b.ts, "acme")
+	createClient(t, b.ts)
+	token, id := issueToken(t, b.ts)
 	conn, _, err := dialWSKey(t, b.ts.URL, token)
 	require.NoError(t, err)
 	wsSend(t, conn, map[string]any{"action": "subscribe", "subscriptionId": "s1"})
@@ -312,8 +315,8 @@ func TestStreamWebSocketSubscribeAfterRevocationIsRefused(t *testing.T) {
 func TestStreamWebSocketEndsWhenItsTokenIsRevoked(t *testing.T) {
 	t.Parallel()
 	b := setupAuthStream(t, nil)
-	createClient(t, b.ts, "acme")
-	token, id := issueToken(t, b.ts, "acme")
+	createClient(t, b.ts)
+	token, id := issueToken(t, b.ts)
 	conn, _, err := dialWSKey(t, b.ts.URL, token)
 	require.NoError(t, err)
 	wsSend(t, conn, map[string]any{"action": "subscribe", "subscriptionId": "s1"})
@@ -337,10 +340,10 @@ func TestStreamRevokedOnOneInstanceEndsOnTheOther(t *testing.T) {
 	t.Cleanup(srvB.Close)
 	startTailer(t, a.ts.Store, hubB)
 
-	createClient(t, a.ts, "acme")
-	token, id := issueToken(t, a.ts, "acme")
-	sse := openSSE(t, srvB.URL, "/api/stream", token)
-	sse.waitLine(t, ": connected")
+	createClient(t, a.ts)
+	token, id := issueToken(t, a.ts)
+	sse := openSSE(t, srvB.URL, token)
+	sse.waitConnected(t)
 	conn, _, err := dialWSKey(t, srvB.URL, token)
 	require.NoError(t, err)
 	resp, _ := a.ts.do(t, http.MethodDelete, "/api/clients/acme/tokens/"+id, nil)
@@ -352,9 +355,9 @@ func TestStreamRevokedOnOneInstanceEndsOnTheOther(t *testing.T) {
 func TestStreamsPerKeyAreCapped(t *testing.T) {
 	t.Parallel()
 	b := setupAuthStream(t, func(c *api.Config) { c.Stream.MaxPerKey = 2 })
-	createClient(t, b.ts, "acme")
-	token, _ := issueToken(t, b.ts, "acme")
-	other, _ := issueToken(t, b.ts, "acme")
+	createClient(t, b.ts)
+	token, _ := issueToken(t, b.ts)
+	other, _ := issueToken(t, b.ts)
 	ctx, cancel := context.WithCancel(t.Context())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.ts.URL+"/api/stream", nil)
 	require.NoError(t, err)
@@ -371,23 +374,23 @@ func TestStreamsPerKeyAreCapped(t *testing.T) {
 	_, resp, err = dialWSKey(t, b.ts.URL, token)
 	require.Error(t, err)
 	requireTooMany(t, resp)
-	openSSE(t, b.ts.URL, "/api/stream", other).waitLine(t, ": connected") // another token has its own count
+	openSSE(t, b.ts.URL, other).waitConnected(t) // another token has its own count
 
 	// A stream given back makes room.
 	cancel()
 	require.NoError(t, first.Body.Close())
 	require.NoError(t, conn.Close(websocket.StatusNormalClosure, "bye"))
 	b.waitClients(t, 1)
-	openSSE(t, b.ts.URL, "/api/stream", token).waitLine(t, ": connected")
+	openSSE(t, b.ts.URL, token).waitConnected(t)
 }
 
 func TestStreamsPerKeyDefaultCap(t *testing.T) {
 	t.Parallel()
 	b := setupAuthStream(t, nil)
-	createClient(t, b.ts, "acme")
-	token, _ := issueToken(t, b.ts, "acme")
+	createClient(t, b.ts)
+	token, _ := issueToken(t, b.ts)
 	for range api.StreamMaxPerKeyDefault {
-		openSSE(t, b.ts.URL, "/api/stream", token).waitLine(t, ": connected")
+		openSSE(t, b.ts.URL, token).waitConnected(t)
 	}
 	resp, err := getStream(t, b.ts.URL+"/api/stream", token)
 	require.NoError(t, err)

@@ -60,9 +60,6 @@ type wsSession struct {
 	// cred is what the connection authenticated with (nil: authentication
 	// off); every subscribe authenticates it again.
 	cred *credential
-	// guard ends when cred stops working (api/stream_auth.go); the replay
-	// of a subscribe reads under it.
-	guard context.Context //nolint:containedctx // the connection's credential watch, for its replays
 }
 
 // streamWS serves GET /api/stream/ws: the status stream over WebSocket, for
@@ -106,7 +103,6 @@ func (ws *wsSession) run(parent context.Context) {
 	defer cancel()
 	guard, stopGuard := ws.s.guardStream(ctx, ws.cred, ws.cfg.AuthRecheck)
 	defer stopGuard()
-	ws.guard = guard
 	feed := ws.cfg.Hub.Follow(nil)
 	defer feed.Close()
 
@@ -117,7 +113,7 @@ func (ws *wsSession) run(parent context.Context) {
 		defer cancel()
 		ws.read(readCtx, loopDone, msgs)
 	})
-	status, reason := ws.loop(ctx, feed, msgs)
+	status, reason := ws.loop(ctx, guard, feed, msgs)
 	close(loopDone)
 	_ = ws.conn.Close(status, reason)
 	stopRead()
@@ -126,13 +122,14 @@ func (ws *wsSession) run(parent context.Context) {
 
 // loop sends events and answers client messages until the connection is
 // to end, and returns the close status to send.
-func (ws *wsSession) loop(ctx context.Context, feed *stream.Feed, msgs <-chan wsClientMessage) (websocket.StatusCode, string) {
+// guard is ctx, ended also when the credential stops working.
+func (ws *wsSession) loop(ctx, guard context.Context, feed *stream.Feed, msgs <-chan wsClientMessage) (websocket.StatusCode, string) {
 	ping := time.NewTicker(ws.cfg.PingInterval)
 	defer ping.Stop()
 	for {
 		select {
-		case <-ws.guard.Done():
-			return ws.ended()
+		case <-guard.Done():
+			return ws.ended(guard)
 		case <-ping.C:
 			pctx, pcancel := context.WithTimeout(ctx, ws.cfg.WriteTimeout)
 			err := ws.conn.Ping(pctx)
@@ -141,14 +138,14 @@ func (ws *wsSession) loop(ctx context.Context, feed *stream.Feed, msgs <-chan ws
 				return websocket.StatusGoingAway, "ping unanswered"
 			}
 		case m := <-msgs:
-			if err := ws.handle(ctx, &m); err != nil {
-				if _, ok := errors.AsType[*streamRevoked](err); ok {
+			if err := ws.handle(ctx, guard, &m); err != nil {
+				if _, ok := errors.AsType[*streamRevokedError](err); ok {
 					return ws.revoked(ctx, err)
 				}
 				return websocket.StatusGoingAway, "write failed"
 			}
-			if ws.guard.Err() != nil {
-				return ws.ended()
+			if guard.Err() != nil {
+				return ws.ended(guard)
 			}
 		case e, ok := <-feed.C:
 			if !ok {
@@ -169,9 +166,9 @@ func (ws *wsSession) loop(ctx context.Context, feed *stream.Feed, msgs <-chan ws
 // ended is the close status of a connection whose guard ended: a policy
 // violation when its credential stopped working, else going away (the
 // client left or the server stops).
-func (ws *wsSession) ended() (websocket.StatusCode, string) {
-	if rev, ok := revokedCause(ws.guard); ok {
-		return ws.revoked(ws.guard, rev)
+func (ws *wsSession) ended(guard context.Context) (websocket.StatusCode, string) {
+	if rev, ok := revokedCause(guard); ok {
+		return ws.revoked(guard, rev)
 	}
 	return websocket.StatusGoingAway, "closing"
 }
@@ -181,7 +178,7 @@ func (ws *wsSession) ended() (websocket.StatusCode, string) {
 // what a close frame holds (123 bytes).
 func (ws *wsSession) revoked(ctx context.Context, err error) (websocket.StatusCode, string) {
 	reason := err.Error()
-	if rev, ok := errors.AsType[*streamRevoked](err); ok {
+	if rev, ok := errors.AsType[*streamRevokedError](err); ok {
 		reason = "unauthorized: " + rev.detail
 	}
 	name := ""
@@ -223,7 +220,7 @@ func (ws *wsSession) read(ctx context.Context, loopDone <-chan struct{}, msgs ch
 }
 
 // handle acts on one client message; only a failed write is an error.
-func (ws *wsSession) handle(ctx context.Context, m *wsClientMessage) error {
+func (ws *wsSession) handle(ctx, guard context.Context, m *wsClientMessage) error {
 	if m.SubscriptionID == "" {
 		return ws.send(ctx, &wsServerMessage{Error: "subscriptionId is required, and action must be subscribe or unsubscribe"})
 	}
@@ -232,7 +229,7 @@ func (ws *wsSession) handle(ctx context.Context, m *wsClientMessage) error {
 		delete(ws.subs, m.SubscriptionID)
 		return ws.send(ctx, &wsServerMessage{SubscriptionID: m.SubscriptionID, Status: "unsubscribed"})
 	case "subscribe":
-		return ws.subscribe(ctx, m)
+		return ws.subscribe(ctx, guard, m)
 	default:
 		return ws.send(ctx, &wsServerMessage{SubscriptionID: m.SubscriptionID, Error: "action must be subscribe or unsubscribe"})
 	}
@@ -241,13 +238,13 @@ func (ws *wsSession) handle(ctx context.Context, m *wsClientMessage) error {
 // subscribe creates or replaces a subscription: acknowledgement, stream.gap
 // when due, replay up to the frontier pinned now, then live events above it.
 // It authenticates the connection's credential again first: a credential
-// that stopped working gets an error message and a *streamRevoked (the
+// that stopped working gets an error message and a *streamRevokedError (the
 // connection is then closed); one that cannot be checked now (the store
 // failed) gets an error message, and nothing is subscribed.
-func (ws *wsSession) subscribe(ctx context.Context, m *wsClientMessage) error {
+func (ws *wsSession) subscribe(ctx, guard context.Context, m *wsClientMessage) error {
 	id := m.SubscriptionID
 	if err := ws.s.reauthenticate(ctx, ws.cred); err != nil {
-		if rev, ok := errors.AsType[*streamRevoked](err); ok {
+		if rev, ok := errors.AsType[*streamRevokedError](err); ok {
 			if sendErr := ws.send(ctx, &wsServerMessage{SubscriptionID: id, Error: "unauthorized: " + rev.detail}); sendErr != nil {
 				return sendErr
 			}
@@ -302,10 +299,10 @@ func (ws *wsSession) subscribe(ctx context.Context, m *wsClientMessage) error {
 	// next (stream.ReplayBatchDefault events held); writes are bounded by
 	// ctx, so a revocation still closes the connection cleanly.
 	var sendErr error
-	err = stream.Replay(ws.guard, ws.s.cfg.Store, &stream.ReplayParams{Cursor: cur, UpTo: sub.frontier, Match: f.match},
+	err = stream.Replay(guard, ws.s.cfg.Store, &stream.ReplayParams{Cursor: cur, UpTo: sub.frontier, Match: f.match},
 		func(e *stream.Event) error {
-			if err := ws.guard.Err(); err != nil {
-				return fmt.Errorf("replay of %s ended: %w", id, context.Cause(ws.guard))
+			if guard.Err() != nil {
+				return fmt.Errorf("replay of %s ended: %w", id, context.Cause(guard))
 			}
 			sendErr = ws.sendEvent(ctx, id, e)
 			return sendErr
@@ -313,10 +310,8 @@ func (ws *wsSession) subscribe(ctx context.Context, m *wsClientMessage) error {
 	if sendErr != nil {
 		return sendErr
 	}
-	if ws.guard.Err() != nil {
-		return nil // the loop closes the connection
-	}
-	if err != nil {
+	// A replay the guard ended: the loop closes the connection.
+	if err != nil && guard.Err() == nil {
 		delete(ws.subs, id)
 		ws.s.cfg.Logger.WarnContext(ctx, "websocket replay failed", "subscription_id", id, "error", err)
 		return ws.send(ctx, &wsServerMessage{SubscriptionID: id, Error: "replay failed; subscribe again with lastEventId"})
