@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -125,7 +126,86 @@ type Result struct {
 // item rejects all and nothing is stored), then stores the events with their
 // jobs and queues the jobs. It returns an *Error for input that breaks a
 // rule; any other error means nothing of the request can be confirmed.
+//
+// Ingest is the producers' door (POST /api/events, every key, admin keys
+// included): an event of a type under the reserved prefix "hooklane." or of
+// the reserved source "/hooklane" (or under it) is refused with 422 at its
+// /type or /source, since only the gateway sends operational events
+// (API.md §12). The gateway's own events come in through Gateway.
 func (s *Service) Ingest(ctx context.Context, req *Request) ([]Result, error) {
+	if err := reservedViolations(req); err != nil {
+		ctx, span := s.startRequest(ctx, req)
+		endRequest(span, nil, err)
+		if s.cfg.OnIngestFunc != nil {
+			s.report(ctx, req, nil, err)
+		}
+		return nil, err
+	}
+	return s.ingestAs(ctx, req)
+}
+
+// Gateway returns the door of the gateway's own operational events: an
+// Ingester whose Ingest is Service.Ingest without the reserved-name rule.
+// It is reachable by a Go call only (package operational's Forwarder, wired
+// in cmd/hooklane), never by an HTTP request: no header or key can forge it.
+func (s *Service) Gateway() GatewayIngester { return GatewayIngester{s: s} }
+
+// GatewayIngester ingests the gateway's own events (see Service.Gateway).
+type GatewayIngester struct{ s *Service }
+
+// Ingest ingests req as Service.Ingest does, the reserved type prefix and
+// source allowed.
+func (g GatewayIngester) Ingest(ctx context.Context, req *Request) ([]Result, error) {
+	return g.s.ingestAs(ctx, req)
+}
+
+// The names reserved for the gateway's operational events.
+const (
+	// ReservedTypePrefix starts the type of every operational event.
+	ReservedTypePrefix = "hooklane."
+	// ReservedSource is the source of every operational event.
+	ReservedSource = "/hooklane"
+)
+
+// IsReservedType reports whether an event type is reserved for the
+// gateway (compared without regard to case).
+func IsReservedType(typ string) bool {
+	return len(typ) >= len(ReservedTypePrefix) && strings.EqualFold(typ[:len(ReservedTypePrefix)], ReservedTypePrefix)
+}
+
+// IsReservedSource reports whether a source is the gateway's ("/hooklane"
+// or a path under it, compared without regard to case).
+func IsReservedSource(src string) bool {
+	n := len(ReservedSource)
+	return len(src) >= n && strings.EqualFold(src[:n], ReservedSource) && (len(src) == n || src[n] == '/')
+}
+
+// reservedViolations returns a 422 *Error naming every event of req whose
+// type or source is reserved for the gateway, nil when there is none.
+func reservedViolations(req *Request) error {
+	var violations []Violation
+	for i := range req.Events {
+		ev := &req.Events[i]
+		if IsReservedType(ev.Type) {
+			violations = append(violations, Violation{
+				Pointer: req.pointer(i) + "/type",
+				Message: "the type prefix " + ReservedTypePrefix + " is reserved for the gateway's operational events",
+			})
+		}
+		if IsReservedSource(ev.Source) {
+			violations = append(violations, Violation{
+				Pointer: req.pointer(i) + "/source",
+				Message: "the source " + ReservedSource + " is reserved for the gateway's operational events",
+			})
+		}
+	}
+	if len(violations) == 0 {
+		return nil
+	}
+	return unprocessable("an event uses a type or source reserved for the gateway", violations...)
+}
+
+func (s *Service) ingestAs(ctx context.Context, req *Request) ([]Result, error) {
 	ctx, span := s.startRequest(ctx, req)
 	results, err := s.ingest(ctx, req)
 	endRequest(span, results, err)

@@ -31,7 +31,9 @@ const (
 	drainTimeout = 5 * time.Second
 )
 
-// Ingester ingests events (*ingest.Service).
+// Ingester ingests events: the ingest service's gateway door
+// (ingest.Service.Gateway), the one that accepts the reserved "hooklane."
+// types and "/hooklane" source of operational events.
 type Ingester interface {
 	Ingest(ctx context.Context, req *ingest.Request) ([]ingest.Result, error)
 }

@@ -72,7 +72,7 @@ func TestCircuitOpenedEventMasksTheTarget(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var mu sync.Mutex
 	var observed []stream.Event
-	fwd := operational.NewForwarder(operational.ForwarderConfig{Ingest: f.p.Ingest, Subscriptions: f.p.Store, Logger: logger})
+	fwd := operational.NewForwarder(operational.ForwarderConfig{Ingest: f.p.Ingest.Gateway(), Subscriptions: f.p.Store, Logger: logger})
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = fwd.Run(runCtx) }()

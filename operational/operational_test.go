@@ -80,7 +80,7 @@ func setup(t *testing.T) *fixture {
 	f.ops = mk("ops", "hooklane.*")
 	f.pager = mk("pager", "hooklane.subscription.circuit.opened")
 	p.Subs.Invalidate()
-	f.fwd = operational.NewForwarder(operational.ForwarderConfig{Ingest: p.Ingest, Subscriptions: p.Store})
+	f.fwd = operational.NewForwarder(operational.ForwarderConfig{Ingest: p.Ingest.Gateway(), Subscriptions: p.Store})
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = f.fwd.Run(runCtx) }()
