@@ -65,24 +65,29 @@
 //  1. A watchdog samples the process's cumulative heap allocation
 //     (runtime/metrics /gc/heap/allocs:bytes) every [WatchdogInterval] while
 //     any run is active and interrupts each run during whose lifetime the
-//     process allocated more than [Config.MaxMemory] (default 64 MiB) with
-//     [KindMemory]. That count includes what the rest of the process allocated
-//     meanwhile, so it errs towards stopping a run: a legitimate run lasts
-//     well under a millisecond and the gateway does not allocate 64 MiB in
-//     that time.
-//  2. The built-ins that would allocate or loop without end in one Go call are
-//     guarded: an array-like's length is at most MaxMemory/64 elements for
-//     every Array.prototype method, Array.from, Function.prototype.apply and
-//     spreading; strings made by repeat, padStart, padEnd, concat, join,
-//     replace, replaceAll and JSON.stringify are at most MaxMemory/16
-//     characters (the budget is checked as they grow, so a value referenced a
-//     million times cannot multiply); JSON.parse and JSON.stringify nest at
-//     most 1,000 levels; split is capped like an array; the call stack is at
-//     most 1,000 frames.
-//  3. Concurrent runs are at most [Config.PoolSize].
+//     process allocated more than [Config.MaxMemory] (default 64 MiB), with
+//     [KindMemory]. The count includes what the rest of the process
+//     allocated meanwhile, so it errs towards stopping a run: a run is
+//     stopped wrongly only if the gateway allocates MaxMemory while it runs
+//     (64 MiB within a 100 ms run is 640 MB/s; ordinary runs take well under
+//     a millisecond).
+//  2. The built-ins that would allocate or loop without end inside one Go
+//     call are guarded and throw a RangeError instead: an array-like's length
+//     is at most MaxMemory/256 elements (262,144 by default) for every
+//     Array.prototype method, Array.from, Function.prototype.apply, split and
+//     spreading an array or a string; the strings that repeat, padStart,
+//     padEnd, concat, join, replace, replaceAll and JSON.stringify build are
+//     at most MaxMemory/16 bytes (4 MiB), counted as they grow, so one value
+//     referenced a million times cannot multiply; JSON.parse and
+//     JSON.stringify nest at most 1,000 levels and the call stack 1,000
+//     frames (both recurse on the Go stack). flat, flatMap and String.raw are
+//     removed; BigInt literals are refused at compile time.
+//  3. At most [Config.PoolSize] runs are active at once.
 //
-// So the heap a run can hold is MaxMemory plus one guarded built-in's result
-// plus what it allocates in one watchdog interval, and the engine's share of
-// the process is PoolSize times that (with the defaults, 4 × about 200 MiB in
-// the worst case; TestRunMemory measures it).
+// So a run holds at most MaxMemory, plus one guarded built-in's result, plus
+// what it allocates in one watchdog interval; TestRunMemory measures six
+// endless-allocation handlers stopped with 26–66 MiB of heap growth under the
+// 64 MiB bound. The engine's share of the process is PoolSize times that
+// (about 4 × 70 MiB with the defaults), plus the garbage the collector has
+// not yet reclaimed.
 package transform

@@ -64,6 +64,7 @@ type Engine struct {
 	slots  chan struct{}
 	idle   chan *sandbox
 	wd     watchdog
+	fresh  bool // a new runtime for every run (the benchmark's baseline)
 }
 
 // New returns an Engine for cfg.
@@ -131,6 +132,9 @@ func (e *Engine) Run(ctx context.Context, prog *Program, in Input) (Output, erro
 	done := make(chan outcome, 1)
 	go func() {
 		out, err := e.runIn(sb, prog, in, raw)
+		if err != nil {
+			err = e.runError(sb, r, err)
+		}
 		done <- outcome{out: out, err: err}
 	}()
 	abandon := time.NewTimer(e.cfg.Timeout + AbandonGrace)
@@ -140,9 +144,11 @@ func (e *Engine) Run(ctx context.Context, prog *Program, in Input) (Output, erro
 		stopCtx()
 		e.wd.stop(r)
 		sb.rt.ClearInterrupt()
-		select {
-		case e.idle <- sb:
-		default:
+		if !e.fresh {
+			select {
+			case e.idle <- sb:
+			default:
+			}
 		}
 		return res.out, res.err
 	case <-abandon.C:
@@ -165,14 +171,9 @@ func (e *Engine) sandbox() (*sandbox, error) {
 
 // runIn runs the handler in sb; everything that can call into JavaScript
 // (the handler, getters on its result) runs here, under the interrupt.
-func (e *Engine) runIn(sb *sandbox, prog *Program, in Input, raw []byte) (out Output, err error) {
+func (e *Engine) runIn(sb *sandbox, prog *Program, in Input, raw []byte) (Output, error) {
 	rt := sb.rt
-	defer func() {
-		if err != nil {
-			err = runErrorOf(err, e.cfg)
-		}
-	}()
-	arg, err := sb.parse(goja.Undefined(), rt.ToValue(string(raw)))
+	arg, err := jsonToValue(rt, raw)
 	if err != nil {
 		return Output{}, fmt.Errorf("parse input: %w", err)
 	}
@@ -349,6 +350,25 @@ func describe(v goja.Value) string {
 		return "a string"
 	}
 	return "a " + v.ExportType().String()
+}
+
+// errorTimeout bounds reading a thrown object's name and message, which
+// can run getters.
+const errorTimeout = 10 * time.Millisecond
+
+// runError turns a failed run's error into a RunError. Reading a thrown
+// object's name and message can call getters, so it runs under a watch of
+// its own: the run's watch may interrupt at any moment once its deadline or
+// memory bound has passed, and would leave the message empty.
+func (e *Engine) runError(sb *sandbox, r *watched, err error) error {
+	if _, ok := errors.AsType[*goja.InterruptedError](err); ok {
+		return runErrorOf(err, e.cfg)
+	}
+	e.wd.stop(r)
+	sb.rt.ClearInterrupt()
+	r2 := e.wd.start(sb.rt, min(e.cfg.Timeout, errorTimeout), e.cfg.MaxMemory)
+	defer e.wd.stop(r2)
+	return runErrorOf(err, e.cfg)
 }
 
 // runErrorOf turns what the VM returned into a RunError with a bounded

@@ -363,7 +363,7 @@ func TestRunConcurrent(t *testing.T) {
 
 func TestRunContext(t *testing.T) {
 	t.Parallel()
-	e := New(Config{Timeout: time.Minute})
+	e := New(Config{Timeout: time.Minute, MaxMemory: 1 << 30})
 	prog, err := Compile(`function handler(w) { while (true) {} }`)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -396,7 +396,7 @@ func TestRunContext(t *testing.T) {
 
 func TestRunTimeout(t *testing.T) {
 	t.Parallel()
-	e := New(Config{Timeout: 50 * time.Millisecond})
+	e := New(Config{Timeout: 50 * time.Millisecond, MaxMemory: 1 << 30})
 	for _, body := range []string{
 		`while (true) {}`,
 		`for (;;) { try { while (true) {} } catch (e) {} }`, // the interrupt cannot be caught
@@ -417,4 +417,22 @@ func TestRunOutputBodyHelpers(t *testing.T) {
 	require.Equal(t, "a\nb", string(o.Body()))
 	require.True(t, strings.HasPrefix(o.ContentType(), "text/plain"))
 	require.Len(t, Kinds(), 5)
+}
+
+// The input is built as JSON.parse would: keys in order, "__proto__" and
+// "constructor" as ordinary own properties, escapes decoded.
+func TestRunInputJSON(t *testing.T) {
+	t.Parallel()
+	in := sampleInput()
+	in.Payload = json.RawMessage(`{"__proto__":{"x":1},"constructor":"c","b":"\u00e9\ud83d\ude00\n","a":[1,2.5,-3e2,true,null,{}]}`)
+	out, err := run(t, testEngine(Config{}), `function handler(w) {
+		var p = w.payload;
+		return {payload: [Object.keys(p), p.x === undefined, p.constructor, p.b, p.a]};
+	}`, in)
+	require.NoError(t, err)
+	require.JSONEq(t, `[["__proto__","constructor","b","a"],true,"c","é😀\n",[1,2.5,-300,true,null,{}]]`, string(out.Payload))
+
+	out, err = run(t, testEngine(Config{}), `function handler(w) { return w }`, in)
+	require.NoError(t, err)
+	require.False(t, out.PayloadChanged)
 }
