@@ -3,6 +3,7 @@ package api
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -147,6 +148,10 @@ func (s *Server) listEvents(c *gin.Context) error {
 			}
 			p.Ext[name] = v[0]
 		}
+	}
+	if len(p.Ext) > ExtFiltersMax {
+		return unprocessable(fmt.Sprintf("at most %d ext.* filters are allowed", ExtFiltersMax), FieldError{Pointer: "",
+			Message: fmt.Sprintf("query parameters ext.*: %d given, at most %d allowed", len(p.Ext), ExtFiltersMax)})
 	}
 	if v := c.Query("clientId"); v != "" {
 		// API.md §11: an event's client is its clientid extension.

@@ -22,11 +22,45 @@ const (
 	limitMax     = 500
 )
 
-// listParams reads ?limit= (clamped to 1..500) and ?cursor=, a cursor
+// Bounds of a list's query filters: every filter is a store predicate, so
+// their number and size are bounded before any reaches the store (a
+// thousand ext.* filters once nested past SQLite's expression depth: 500).
+const (
+	// QueryValueMaxBytes bounds the name and each value of every query
+	// parameter of a list route.
+	QueryValueMaxBytes = 1024
+	// ExtFiltersMax bounds the ext.* filters of GET /api/events.
+	ExtFiltersMax = 20
+)
+
+// queryBounds refuses, with a 422 naming the query parameter (no pointer:
+// the body is not involved), a list request whose query has a parameter
+// name or value longer than QueryValueMaxBytes.
+func queryBounds(c *gin.Context) error {
+	for k, vs := range c.Request.URL.Query() {
+		if len(k) > QueryValueMaxBytes {
+			return unprocessable("a query parameter name is too long", FieldError{Pointer: "",
+				Message: fmt.Sprintf("query parameter %s… has a name longer than %d bytes", k[:32], QueryValueMaxBytes)})
+		}
+		for _, v := range vs {
+			if len(v) > QueryValueMaxBytes {
+				return unprocessable("query parameter "+k+" is too long", FieldError{Pointer: "",
+					Message: fmt.Sprintf("query parameter %s must be at most %d bytes", k, QueryValueMaxBytes)})
+			}
+		}
+	}
+	return nil
+}
+
+// listParams checks the query's bounds (queryBounds), reads ?limit=
+// (clamped to 1..500) and ?cursor=, a cursor
 // writePage gave for this list's route, and returns the key it holds (the
 // store's cursor, or the sort key of a list cut here); a cursor the list did
 // not give is a 422 (decodeCursor).
 func listParams(c *gin.Context) (limit int, cursor string, err error) {
+	if err := queryBounds(c); err != nil {
+		return 0, "", err
+	}
 	limit = limitDefault
 	if v := c.Query("limit"); v != "" {
 		n, ok := parseCount(v, limitMax)
