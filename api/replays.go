@@ -48,6 +48,10 @@ func (s *Server) startReplay(c *gin.Context) error {
 		return unprocessable("invalid timestamp", errs...)
 	}
 	r, err := s.cfg.Replays.Start(c.Request.Context(), c.Param("id"), p)
+	if limit, ok := errors.AsType[*replay.LimitError](err); ok {
+		// 409: a replay of this subscription runs; 429: the client's bound.
+		return newProblem(limit.Status, limit.Detail)
+	}
 	if err != nil {
 		return s.notFoundOr(err, "subscription")
 	}

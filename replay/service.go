@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -30,6 +31,15 @@ type ServiceConfig struct {
 	// Retention is how long events are kept (HOOKLANE_EVENT_RETENTION): a
 	// replay may not start before now − Retention. 0: no bound.
 	Retention time.Duration
+	// MaxPerSubscription bounds the RUNNING replays of one subscription
+	// (HOOKLANE_MAX_REPLAYS_PER_SUBSCRIPTION): a start past it is a
+	// *LimitError of 409. Default MaxPerSubscriptionDefault; < 0: no bound.
+	MaxPerSubscription int
+	// MaxPerClient bounds the RUNNING replays of one client's subscriptions
+	// (the platform's anchor-level ones count as one client)
+	// (HOOKLANE_MAX_REPLAYS_PER_CLIENT): a start past it is a *LimitError of
+	// 429. Default MaxPerClientDefault; < 0: no bound.
+	MaxPerClient int
 	// WakeFunc, when set, is called after a replay is stored, to let the
 	// local Worker take it at once instead of at its next poll.
 	WakeFunc func()
@@ -37,6 +47,33 @@ type ServiceConfig struct {
 	NowFunc func() time.Time
 	Logger  *slog.Logger
 }
+
+// Bounds of a replay request and of the replays that run at once.
+const (
+	// EventTypesMax bounds the eventTypes patterns of one replay (each is
+	// matched against every event replayed).
+	EventTypesMax = 50
+	// EventTypeMaxBytes bounds one eventTypes pattern.
+	EventTypeMaxBytes = 255
+	// UntilSkew is how far in the future until may lie (clocks of the
+	// caller and the gateway differ a little); until defaults to now.
+	UntilSkew = time.Minute
+	// MaxPerSubscriptionDefault is the default of
+	// ServiceConfig.MaxPerSubscription.
+	MaxPerSubscriptionDefault = 1
+	// MaxPerClientDefault is the default of ServiceConfig.MaxPerClient.
+	MaxPerClientDefault = 5
+)
+
+// LimitError refuses a replay because too many already run: Status is 409
+// (one of the same subscription runs: wait for it, or cancel it) or 429
+// (the client's bound).
+type LimitError struct {
+	Status int
+	Detail string
+}
+
+func (e *LimitError) Error() string { return e.Detail }
 
 // Service starts replays and reads them; a Worker runs them.
 type Service struct {
@@ -50,6 +87,12 @@ func NewService(cfg ServiceConfig) *Service {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxPerSubscription == 0 {
+		cfg.MaxPerSubscription = MaxPerSubscriptionDefault
+	}
+	if cfg.MaxPerClient == 0 {
+		cfg.MaxPerClient = MaxPerClientDefault
 	}
 	cfg.Logger = cfg.Logger.With("component", "replay")
 	return &Service{cfg: cfg}
@@ -82,6 +125,9 @@ func (s *Service) Start(ctx context.Context, subscriptionID string, p *StartPara
 	if err := s.check(p, until, now); err != nil {
 		return nil, err
 	}
+	if err := s.checkRunning(ctx, sub); err != nil {
+		return nil, err
+	}
 	r := &Replay{
 		ID: s.cfg.IDs.New(), SubscriptionID: sub.ID, Subscription: sub.Code, ClientID: sub.ClientID,
 		Status: StatusRunning, Since: p.Since.UTC().Truncate(time.Millisecond), Until: until.UTC().Truncate(time.Millisecond),
@@ -112,8 +158,18 @@ func (s *Service) check(p *StartParams, until, now time.Time) error {
 		errs = append(errs, FieldError{Pointer: "/since", Message: "is older than the event retention (" + s.cfg.Retention.String() + "): those events are gone"})
 	case !until.After(p.Since):
 		errs = append(errs, FieldError{Pointer: "/until", Message: "must be after since"})
+	case until.After(now.Add(UntilSkew)):
+		errs = append(errs, FieldError{Pointer: "/until", Message: "must not be in the future (more than " + UntilSkew.String() + " ahead)"})
+	}
+	if len(p.EventTypes) > EventTypesMax {
+		errs = append(errs, FieldError{Pointer: "/eventTypes", Message: "at most " + strconv.Itoa(EventTypesMax) + " patterns are allowed"})
+		return &Rejection{Detail: "the replay cannot start as asked", Errors: errs}
 	}
 	for i, code := range p.EventTypes {
+		if len(code) > EventTypeMaxBytes {
+			errs = append(errs, FieldError{Pointer: "/eventTypes/" + strconv.Itoa(i), Message: "must be at most " + strconv.Itoa(EventTypeMaxBytes) + " bytes"})
+			continue
+		}
 		if err := subscription.ValidatePattern(code); err != nil {
 			errs = append(errs, FieldError{Pointer: "/eventTypes/" + strconv.Itoa(i), Message: err.Error()})
 		}
@@ -122,6 +178,56 @@ func (s *Service) check(p *StartParams, until, now time.Time) error {
 		return &Rejection{Detail: "the replay cannot start as asked", Errors: errs}
 	}
 	return nil
+}
+
+// checkRunning refuses a replay of sub when MaxPerSubscription replays of
+// it, or MaxPerClient replays of its client, are RUNNING: it reads the
+// replays newest first and stops as soon as a bound is reached. Two starts
+// at the same instant may both pass (the count and the insert are two
+// writes): the bound holds up to such a race.
+func (s *Service) checkRunning(ctx context.Context, sub *subscription.Subscription) error {
+	perSub, perClient := s.cfg.MaxPerSubscription, s.cfg.MaxPerClient
+	if perSub < 0 && perClient < 0 {
+		return nil
+	}
+	clientOf := func(id *string) string {
+		if id == nil {
+			return ""
+		}
+		return *id
+	}
+	client := clientOf(sub.ClientID)
+	nSub, nClient := 0, 0
+	p := &ListParams{Limit: 500}
+	for {
+		pg, err := s.cfg.Store.ReplayList(ctx, p)
+		if err != nil {
+			return fmt.Errorf("count running replays: %w", err)
+		}
+		for _, r := range pg.Replays {
+			if r.Status != StatusRunning {
+				continue
+			}
+			if r.SubscriptionID == sub.ID {
+				nSub++
+			}
+			if clientOf(r.ClientID) == client {
+				nClient++
+			}
+			if perSub >= 0 && nSub >= perSub {
+				return &LimitError{Status: http.StatusConflict, Detail: fmt.Sprintf(
+					"a replay of this subscription is already running (at most %d at once): wait for it to end", perSub)}
+			}
+			if perClient >= 0 && nClient >= perClient {
+				return &LimitError{Status: http.StatusTooManyRequests, Detail: fmt.Sprintf(
+					"%d replays of this client are running, the most allowed at once: wait for one to end", perClient)}
+			}
+		}
+		if pg.NextCursor == "" {
+			return nil
+		}
+		p.Cursor = pg.NextCursor
+	}
 }
 
 // Get returns one replay (an error matching store.ErrNotFound when there

@@ -176,37 +176,145 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
-// RunOnce takes every replay it can and works each to its end (or until
-// it loses the lease, or ctx ends).
+// RunOnce takes every replay it can and works them all to their end (or
+// until it loses a lease, or ctx ends), sharing itself fairly: it works one
+// page of a replay at a time and takes turns round-robin between the
+// clients of the replays it holds (between a client's replays in turn), so
+// a client's long replay does not delay another client's start — the
+// second, short one ends after a few turns of the first. The replays a
+// round may take are looked for before every turn.
 func (w *Worker) RunOnce(ctx context.Context) error {
+	turns := newTurns()
+	waits := 0 // turns in a row whose replay waited for its backlog
 	for ctx.Err() == nil {
-		rs, err := w.cfg.Store.ReplayListClaimable(ctx, &ListClaimableParams{Now: w.now(), Limit: 10})
-		if err != nil {
-			return fmt.Errorf("list claimable replays: %w", err)
+		if err := w.takeNew(ctx, turns); err != nil {
+			return err
 		}
-		took := false
-		for _, r := range rs {
-			ok, err := w.claim(ctx, r)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			took = true
-			if err := w.work(ctx, r); err != nil {
-				if ctx.Err() != nil {
-					return nil //nolint:nilerr // stopping: the lease runs out and another worker resumes
-				}
-				w.cfg.Logger.WarnContext(ctx, "replay interrupted", "replay_id", r.ID, "error", err)
-			}
-		}
-		if !took {
+		r := turns.next()
+		if r == nil {
 			return nil
+		}
+		done, waited, err := w.slice(ctx, r, turns)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil //nolint:nilerr // stopping: the lease runs out and another worker resumes
+			}
+			w.cfg.Logger.WarnContext(ctx, "replay interrupted", "replay_id", r.ID, "error", err)
+			turns.forget(r)
+			continue
+		}
+		if done {
+			turns.forget(r)
+			continue
+		}
+		turns.push(r)
+		if waited {
+			waits++
+		} else {
+			waits = 0
+		}
+		if waited && waits >= turns.len() {
+			// Every replay held waits for its subscription's backlog.
+			if err := w.pause(ctx, r); err != nil {
+				return nil //nolint:nilerr // stopping: the lease runs out and another worker resumes
+			}
 		}
 	}
 	return nil
 }
+
+// takeNew claims the replays free to take that turns does not hold yet.
+func (w *Worker) takeNew(ctx context.Context, turns *turns) error {
+	rs, err := w.cfg.Store.ReplayListClaimable(ctx, &ListClaimableParams{Now: w.now(), Limit: 10})
+	if err != nil {
+		return fmt.Errorf("list claimable replays: %w", err)
+	}
+	for _, r := range rs {
+		if turns.holds(r.ID) {
+			continue
+		}
+		ok, err := w.claim(ctx, r)
+		if err != nil {
+			return err
+		}
+		if ok {
+			turns.push(r)
+		}
+	}
+	return nil
+}
+
+// pause waits BacklogWait (or until ctx ends).
+func (w *Worker) pause(ctx context.Context, r *Replay) error {
+	t := time.NewTimer(w.cfg.BacklogWait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("wait for backlog of replay %s: %w", r.ID, ctx.Err())
+	case <-t.C:
+		return nil
+	}
+}
+
+// turns is the round-robin of the replays one RunOnce holds: clients take
+// turns, and a client's replays take turns within its turns.
+type turns struct {
+	clients  []string             // the rotation of clients with replays ("" is the platform)
+	byClient map[string][]*Replay // each client's replays, the next first
+	held     map[string]bool      // the ids of the replays held
+	waiting  map[string]bool      // the ids of the replays whose backlog wait was logged
+}
+
+func newTurns() *turns {
+	return &turns{byClient: map[string][]*Replay{}, held: map[string]bool{}, waiting: map[string]bool{}}
+}
+
+func clientKey(r *Replay) string {
+	if r.ClientID == nil {
+		return ""
+	}
+	return *r.ClientID
+}
+
+// push puts r at the end of its client's replays (and the client at the end
+// of the rotation when it had none).
+func (t *turns) push(r *Replay) {
+	c := clientKey(r)
+	if len(t.byClient[c]) == 0 && !slices.Contains(t.clients, c) {
+		t.clients = append(t.clients, c)
+	}
+	t.byClient[c] = append(t.byClient[c], r)
+	t.held[r.ID] = true
+}
+
+// next takes the replay whose turn it is: the next replay of the client
+// first in the rotation, which moves to its end. nil when none is held.
+func (t *turns) next() *Replay {
+	for len(t.clients) > 0 {
+		c := t.clients[0]
+		t.clients = t.clients[1:]
+		rs := t.byClient[c]
+		if len(rs) == 0 {
+			delete(t.byClient, c)
+			continue
+		}
+		r := rs[0]
+		t.byClient[c] = rs[1:]
+		t.clients = append(t.clients, c)
+		return r
+	}
+	return nil
+}
+
+// forget drops r, which has ended or was lost.
+func (t *turns) forget(r *Replay) {
+	delete(t.held, r.ID)
+	delete(t.waiting, r.ID)
+}
+
+func (t *turns) holds(id string) bool { return t.held[id] }
+
+func (t *turns) len() int { return len(t.held) }
 
 func (w *Worker) now() time.Time { return w.cfg.NowFunc().UTC().Truncate(time.Millisecond) }
 
@@ -254,46 +362,51 @@ func (w *Worker) checkpoint(ctx context.Context, r *Replay) error {
 	}
 }
 
-// work runs r page by page to its end.
-func (w *Worker) work(ctx context.Context, r *Replay) error {
-	for {
-		sub, err := w.cfg.Subscriptions.Get(ctx, r.SubscriptionID)
-		if errors.Is(err, store.ErrNotFound) {
-			return w.finish(ctx, r, StatusFailed, "the subscription was deleted")
-		}
-		if err != nil {
-			return fmt.Errorf("get subscription of replay %s: %w", r.ID, err)
-		}
-		if err := w.awaitBacklog(ctx, r); err != nil {
-			return err
-		}
-		events, err := w.cfg.Store.EventListReceived(ctx, &eventlog.ListReceivedParams{
-			Since: r.Since, AfterReceivedAt: r.AfterReceivedAt, AfterID: r.AfterID, Until: r.Until, Limit: w.cfg.PageSize,
-		})
-		if err != nil {
-			return fmt.Errorf("read events of replay %s: %w", r.ID, err)
-		}
-		if len(events) == 0 {
-			return w.finish(ctx, r, StatusCompleted, "")
-		}
-		created, err := w.page(ctx, r, sub, events)
-		if err != nil {
-			return err
-		}
-		last := events[len(events)-1]
-		r.AfterReceivedAt, r.AfterID = last.ReceivedAt, last.ID
-		r.Scanned += int64(len(events))
-		r.Created += int64(created)
-		if err := w.checkpoint(ctx, r); err != nil {
-			return err
-		}
-		if w.cfg.OnPageFunc != nil {
-			w.cfg.OnPageFunc(len(events), created)
-		}
-		if w.cfg.AfterPageFunc != nil {
-			w.cfg.AfterPageFunc(r)
-		}
+// slice works one page of r, its turn: done when r has ended, waited when
+// its subscription's backlog was above BacklogMax (the lease is renewed and
+// nothing read).
+func (w *Worker) slice(ctx context.Context, r *Replay, turns *turns) (done, waited bool, err error) {
+	sub, err := w.cfg.Subscriptions.Get(ctx, r.SubscriptionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return true, false, w.finish(ctx, r, StatusFailed, "the subscription was deleted")
 	}
+	if err != nil {
+		return false, false, fmt.Errorf("get subscription of replay %s: %w", r.ID, err)
+	}
+	over, err := w.backlogOver(ctx, r, turns)
+	if err != nil {
+		return false, false, err
+	}
+	if over {
+		return false, true, w.checkpoint(ctx, r)
+	}
+	events, err := w.cfg.Store.EventListReceived(ctx, &eventlog.ListReceivedParams{
+		Since: r.Since, AfterReceivedAt: r.AfterReceivedAt, AfterID: r.AfterID, Until: r.Until, Limit: w.cfg.PageSize,
+	})
+	if err != nil {
+		return false, false, fmt.Errorf("read events of replay %s: %w", r.ID, err)
+	}
+	if len(events) == 0 {
+		return true, false, w.finish(ctx, r, StatusCompleted, "")
+	}
+	created, err := w.page(ctx, r, sub, events)
+	if err != nil {
+		return false, false, err
+	}
+	last := events[len(events)-1]
+	r.AfterReceivedAt, r.AfterID = last.ReceivedAt, last.ID
+	r.Scanned += int64(len(events))
+	r.Created += int64(created)
+	if err := w.checkpoint(ctx, r); err != nil {
+		return false, false, err
+	}
+	if w.cfg.OnPageFunc != nil {
+		w.cfg.OnPageFunc(len(events), created)
+	}
+	if w.cfg.AfterPageFunc != nil {
+		w.cfg.AfterPageFunc(r)
+	}
+	return false, false, nil
 }
 
 // page matches one page of events and creates the jobs missing; it
@@ -371,42 +484,30 @@ func (r *Replay) wants(code string) bool {
 	return false
 }
 
-// awaitBacklog waits while the subscription's unfinished jobs are above
-// BacklogMax, renewing the lease meanwhile.
-func (w *Worker) awaitBacklog(ctx context.Context, r *Replay) error {
+// backlogOver reports whether the subscription's unfinished jobs are
+// above BacklogMax (then r waits: its turn passes).
+func (w *Worker) backlogOver(ctx context.Context, r *Replay, turns *turns) (bool, error) {
 	if w.cfg.BacklogMax < 0 {
-		return nil
+		return false, nil
 	}
-	logged := false
-	for {
-		n, err := w.cfg.Store.JobCountUnfinished(ctx, &JobCountUnfinishedParams{
-			SubscriptionID: r.SubscriptionID, Limit: w.cfg.BacklogMax + 1,
-		})
-		if err != nil {
-			return fmt.Errorf("count backlog of replay %s: %w", r.ID, err)
-		}
-		if n <= w.cfg.BacklogMax {
-			return nil
-		}
-		if w.cfg.OnBacklogFunc != nil {
-			w.cfg.OnBacklogFunc(r, n)
-		}
-		if !logged {
-			w.cfg.Logger.InfoContext(ctx, "replay paused: subscription backlog above bound", "replay_id", r.ID,
-				"backlog_max", w.cfg.BacklogMax)
-			logged = true
-		}
-		t := time.NewTimer(w.cfg.BacklogWait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("wait for backlog of replay %s: %w", r.ID, ctx.Err())
-		case <-t.C:
-		}
-		if err := w.checkpoint(ctx, r); err != nil {
-			return err
-		}
+	n, err := w.cfg.Store.JobCountUnfinished(ctx, &JobCountUnfinishedParams{
+		SubscriptionID: r.SubscriptionID, Limit: w.cfg.BacklogMax + 1,
+	})
+	if err != nil {
+		return false, fmt.Errorf("count backlog of replay %s: %w", r.ID, err)
 	}
+	if n <= w.cfg.BacklogMax {
+		return false, nil
+	}
+	if w.cfg.OnBacklogFunc != nil {
+		w.cfg.OnBacklogFunc(r, n)
+	}
+	if !turns.waiting[r.ID] {
+		w.cfg.Logger.InfoContext(ctx, "replay paused: subscription backlog above bound", "replay_id", r.ID,
+			"backlog_max", w.cfg.BacklogMax)
+		turns.waiting[r.ID] = true
+	}
+	return true, nil
 }
 
 // finish ends r with status (and error) and emits replay.completed.

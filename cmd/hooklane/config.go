@@ -147,6 +147,12 @@ type Config struct {
 	// ReplayBacklog is the bound on a subscription's unfinished jobs above
 	// which its replay waits. Default 1000.
 	ReplayBacklog int
+	// MaxReplaysPerSubscription bounds the RUNNING replays of one
+	// subscription (409 past it). Default 1.
+	MaxReplaysPerSubscription int
+	// MaxReplaysPerClient bounds the RUNNING replays of one client's
+	// subscriptions (429 past it). Default 5.
+	MaxReplaysPerClient int
 	// ReplayLease is how long an instance holds a replay between
 	// checkpoints: a replay whose instance died resumes elsewhere after
 	// that long. Default 30s.
@@ -309,6 +315,8 @@ func settings(c *Config) []setting {
 		{"auto-disable-after", "HOOKLANE_AUTO_DISABLE_AFTER", "120h", "a subscription whose every attempt failed for this long is disabled (0: never)", durOrZero(&c.AutoDisableAfter)},
 		{"replay-rate", "HOOKLANE_REPLAY_RATE", "2000", "most jobs per second replays create on this instance", integer(&c.ReplayRate)},
 		{"replay-backlog", "HOOKLANE_REPLAY_BACKLOG", "1000", "a replay waits while its subscription has more unfinished jobs than this", integer(&c.ReplayBacklog)},
+		{"max-replays-per-subscription", "HOOKLANE_MAX_REPLAYS_PER_SUBSCRIPTION", "1", "most replays of one subscription running at once (409 past it)", integer(&c.MaxReplaysPerSubscription)},
+		{"max-replays-per-client", "HOOKLANE_MAX_REPLAYS_PER_CLIENT", "5", "most replays of one client's subscriptions running at once (429 past it)", integer(&c.MaxReplaysPerClient)},
 		{"replay-lease", "HOOKLANE_REPLAY_LEASE", "30s", "how long an instance holds a replay between checkpoints (a replay of a dead instance resumes after it)", dur(&c.ReplayLease)},
 	}
 }

@@ -277,6 +277,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	var replays *replay.Worker
 	replayCfg := replay.ServiceConfig{
 		Store: st, Subscriptions: subscriptionReader{st}, IDs: ids, Retention: cfg.EventRetention, Logger: logger,
+		MaxPerSubscription: cfg.MaxReplaysPerSubscription, MaxPerClient: cfg.MaxReplaysPerClient,
 	}
 	if roles["pollers"] {
 		replays = replay.NewWorker(replay.WorkerConfig{
