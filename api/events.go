@@ -150,8 +150,9 @@ func (s *Server) listEvents(c *gin.Context) error {
 		}
 	}
 	if len(p.Ext) > ExtFiltersMax {
-		return unprocessable(fmt.Sprintf("at most %d ext.* filters are allowed", ExtFiltersMax), FieldError{Pointer: "",
-			Message: fmt.Sprintf("query parameters ext.*: %d given, at most %d allowed", len(p.Ext), ExtFiltersMax)})
+		return unprocessable(fmt.Sprintf("at most %d ext.* filters are allowed", ExtFiltersMax), FieldError{
+			Pointer: "", Message: fmt.Sprintf("query parameters ext.*: %d given, at most %d allowed", len(p.Ext), ExtFiltersMax),
+		})
 	}
 	if v := c.Query("clientId"); v != "" {
 		// API.md §11: an event's client is its clientid extension.

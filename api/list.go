@@ -39,13 +39,15 @@ const (
 func queryBounds(c *gin.Context) error {
 	for k, vs := range c.Request.URL.Query() {
 		if len(k) > QueryValueMaxBytes {
-			return unprocessable("a query parameter name is too long", FieldError{Pointer: "",
-				Message: fmt.Sprintf("query parameter %s… has a name longer than %d bytes", k[:32], QueryValueMaxBytes)})
+			return unprocessable("a query parameter name is too long", FieldError{
+				Pointer: "", Message: fmt.Sprintf("query parameter %s… has a name longer than %d bytes", k[:32], QueryValueMaxBytes),
+			})
 		}
 		for _, v := range vs {
 			if len(v) > QueryValueMaxBytes {
-				return unprocessable("query parameter "+k+" is too long", FieldError{Pointer: "",
-					Message: fmt.Sprintf("query parameter %s must be at most %d bytes", k, QueryValueMaxBytes)})
+				return unprocessable("query parameter "+k+" is too long", FieldError{
+					Pointer: "", Message: fmt.Sprintf("query parameter %s must be at most %d bytes", k, QueryValueMaxBytes),
+				})
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package ingest_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -54,7 +53,7 @@ func TestReservedTypeAndSourceAreTheGateways(t *testing.T) {
 	for _, tt := range tests {
 		_, err := b.svc.Ingest(ctx, tt.req)
 		var ierr *ingest.Error
-		require.True(t, errors.As(err, &ierr), "%s: %v", tt.name, err)
+		require.ErrorAs(t, err, &ierr, tt.name)
 		require.Equal(t, 422, ierr.Status, tt.name)
 		var pointers []string
 		for _, v := range ierr.Violations {
