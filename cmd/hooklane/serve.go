@@ -243,7 +243,9 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	recorder := health.NewRecorder(health.RecorderConfig{Store: st, Logger: logger})
 	var svc *ingest.Service
 	forwarder := operational.NewForwarder(operational.ForwarderConfig{
-		Ingest:        ingestFunc(func(ctx context.Context, req *ingest.Request) ([]ingest.Result, error) { return svc.Gateway().Ingest(ctx, req) }),
+		Ingest: ingestFunc(func(ctx context.Context, req *ingest.Request) ([]ingest.Result, error) {
+			return svc.Gateway().Ingest(ctx, req)
+		}),
 		Subscriptions: st, Logger: logger, OnDropFunc: cm.ObserveOperationalDrop,
 	})
 	// The job lifecycle: the one owner of every job write (package dispatch).
@@ -367,7 +369,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 				Hub: hub, Retention: cfg.StreamRetention, AuthRecheck: cfg.StreamAuthRecheck,
 				MaxPerKey: cfg.MaxStreamsPerKey, MaxSubscriptions: cfg.MaxStreamSubscriptions,
 			},
-			UI:     ui.Handler(), MetricsOnOwnListener: cfg.MetricsListen != "",
+			UI: ui.Handler(), MetricsOnOwnListener: cfg.MetricsListen != "",
 		})
 		addr, err := listenAndServe(ctx, g, cfg.Listen, cfg.ShutdownTimeout, srv.Handler(), logger)
 		if err != nil {
