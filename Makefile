@@ -44,7 +44,7 @@ fmt: ## Format the code: gofumpt, gci (std / third-party / hooklane), goimports
 vet: ## go vet
 	$(GO) vet $(PKGS)
 
-tools: ## Build the pinned developer tools (tools/go.mod) into tools/bin
+tools: ## Build the pinned developer tools (scripts/tools/go.mod) into scripts/tools/bin
 	@bash scripts/install-tools.sh golangci-lint >/dev/null
 
 lint: ## golangci-lint v2 with .golangci.yaml (the house rules; formatting included)

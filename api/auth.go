@@ -11,7 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/hooklane/hooklane/client"
+	"github.com/hooklane/hooklane/tenant"
 )
 
 // Role is what an API key may do (API.md conventions).
@@ -138,7 +138,7 @@ func (ks *KeySet) addEntry(entry, where string) error {
 	k := Key{Name: name, Role: role, hash: sha256.Sum256([]byte(strings.TrimSpace(parts[2])))}
 	if len(parts) == 4 {
 		k.ClientID = strings.TrimSpace(parts[3])
-		if !client.ValidID(k.ClientID) {
+		if !tenant.ValidID(k.ClientID) {
 			return fmt.Errorf("api key %q (%s): %q is not a client id", name, where, k.ClientID)
 		}
 	}

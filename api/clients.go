@@ -8,10 +8,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/hooklane/hooklane/client"
-	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/tenant"
 )
 
 // The client endpoints (API.md §11) decode, call the client service and
@@ -23,11 +23,11 @@ const clientExtension = subscription.ClientExtension
 
 // newClients builds the client service from the ports in cfg; nil when a
 // port it needs is missing (a Server built for other routes only).
-func newClients(cfg *Config, subs *subscription.Service) *client.Service {
+func newClients(cfg *Config, subs *subscription.Service) *tenant.Service {
 	if cfg.Store == nil || cfg.Jobs == nil || cfg.IDs == nil || subs == nil {
 		return nil
 	}
-	return client.NewService(client.ServiceConfig{
+	return tenant.NewService(tenant.ServiceConfig{
 		Store: cfg.Store, Subscriptions: subs, Jobs: cfg.Jobs, NewIDFunc: cfg.IDs.New,
 		Logger: cfg.Logger, NowFunc: cfg.NowFunc,
 	})
@@ -49,9 +49,9 @@ func (s *Server) clientRoutes(a *gin.RouterGroup) {
 // clientProblem maps the client service's typed errors.
 func clientProblem(err error) (*Problem, bool) {
 	var (
-		rej  *client.Rejection
-		conf *client.Conflict
-		un   *client.Unauthorized
+		rej  *tenant.Rejection
+		conf *tenant.Conflict
+		un   *tenant.Unauthorized
 	)
 	switch {
 	case errors.As(err, &rej):
@@ -74,7 +74,7 @@ func (s *Server) createClient(c *gin.Context) error {
 	if err := decodeJSON(c.Request, &in, adminBodyLimit); err != nil {
 		return err
 	}
-	cl := &client.Client{ID: in.ID, Name: in.Name, Description: in.Description, Metadata: in.Metadata}
+	cl := &tenant.Client{ID: in.ID, Name: in.Name, Description: in.Description, Metadata: in.Metadata}
 	if err := s.clients.Create(c.Request.Context(), cl); err != nil {
 		return err
 	}
@@ -88,11 +88,11 @@ func (s *Server) listClients(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	status := client.Status(c.Query("status"))
-	if status != "" && status != client.StatusActive && status != client.StatusSuspended {
+	status := tenant.Status(c.Query("status"))
+	if status != "" && status != tenant.StatusActive && status != tenant.StatusSuspended {
 		return unprocessable("status must be ACTIVE or SUSPENDED", FieldError{Pointer: "", Message: "query parameter status must be ACTIVE or SUSPENDED"})
 	}
-	pg, err := s.clients.List(c.Request.Context(), &client.ListParams{Status: status, Limit: limit, Cursor: cursor})
+	pg, err := s.clients.List(c.Request.Context(), &tenant.ListParams{Status: status, Limit: limit, Cursor: cursor})
 	if err != nil {
 		return err
 	}
@@ -114,12 +114,12 @@ func (s *Server) patchClient(c *gin.Context) error {
 		Name        *string            `json:"name"`
 		Description *string            `json:"description"`
 		Metadata    *map[string]string `json:"metadata"`
-		Status      *client.Status     `json:"status"`
+		Status      *tenant.Status     `json:"status"`
 	}
 	if err := decodeJSON(c.Request, &patch, adminBodyLimit); err != nil {
 		return err
 	}
-	next, err := s.clients.Patch(c.Request.Context(), c.Param("id"), func(cl *client.Client) error {
+	next, err := s.clients.Patch(c.Request.Context(), c.Param("id"), func(cl *tenant.Client) error {
 		if patch.Name != nil {
 			cl.Name = *patch.Name
 		}
@@ -159,7 +159,7 @@ type tokenView struct {
 	Token     string               `json:"token,omitempty"`
 }
 
-func newTokenView(t *client.Token) tokenView {
+func newTokenView(t *tenant.Token) tokenView {
 	return tokenView{ID: t.ID, Name: t.Name, Role: t.Role, ExpiresAt: cloudevent.Timestamp(t.ExpiresAt), CreatedAt: cloudevent.Timestamp(t.CreatedAt)}
 }
 
@@ -172,7 +172,7 @@ func (s *Server) issueToken(c *gin.Context) error {
 	if err := decodeJSON(c.Request, &in, adminBodyLimit); err != nil {
 		return err
 	}
-	t, secret, err := s.clients.Issue(c.Request.Context(), c.Param("id"), client.IssueParams{Role: in.Role, TTLSeconds: in.TTLSeconds, Name: in.Name})
+	t, secret, err := s.clients.Issue(c.Request.Context(), c.Param("id"), tenant.IssueParams{Role: in.Role, TTLSeconds: in.TTLSeconds, Name: in.Name})
 	if err != nil {
 		return s.notFoundOr(err, "client")
 	}
@@ -265,7 +265,7 @@ func (s *Server) checkSubscriptionClient(c *gin.Context, sub *subscription.Subsc
 	if sub.ClientID == nil {
 		return nil
 	}
-	if !client.ValidID(*sub.ClientID) {
+	if !tenant.ValidID(*sub.ClientID) {
 		return unprocessable("clientId is not a client id", FieldError{Pointer: "/clientId", Message: "no client has this id"})
 	}
 	if s.clients == nil {

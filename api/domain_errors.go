@@ -3,10 +3,10 @@ package api
 import (
 	"errors"
 
-	"github.com/hooklane/hooklane/pools"
-	"github.com/hooklane/hooklane/replay"
+	"github.com/hooklane/hooklane/dispatch/pool"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/subscription/replay"
 )
 
 // domainProblem maps the typed errors of the domain services the handlers
@@ -24,8 +24,8 @@ func domainProblem(err error) (p *Problem, ok bool) {
 		snf   *schema.NotFoundError
 		rej   *subscription.Rejection
 		conf  *subscription.Conflict
-		prej  *pools.Rejection
-		pconf *pools.Conflict
+		prej  *pool.Rejection
+		pconf *pool.Conflict
 		rrej  *replay.Rejection
 	)
 	switch {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/router"
-	"github.com/hooklane/hooklane/webhook"
+	"github.com/hooklane/hooklane/router/webhook"
 )
 
 // seenTimeout bounds every wait for a delivery.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/endpoint/endpointtest"
+	"github.com/hooklane/hooklane/destination/endpoint/endpointtest"
 )
 
 // requireNoSecret fails when any answer body holds one of the secrets.

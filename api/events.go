@@ -9,9 +9,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/eventlog"
+	"github.com/hooklane/hooklane/event"
+	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/ingest"
 )
 
@@ -32,7 +32,7 @@ type eventView struct {
 	DispatchJobs  []jobRef             `json:"dispatchJobs"`
 }
 
-func (s *Server) newEventView(ev *eventlog.Event, jobs []*dispatch.Job) eventView {
+func (s *Server) newEventView(ev *event.Event, jobs []*dispatch.Job) eventView {
 	refs := make([]jobRef, len(jobs))
 	for i, j := range jobs {
 		refs[i] = jobRef{ID: j.ID, Subscription: cmp.Or(j.Subscription, j.Code), Status: j.Status}
@@ -137,7 +137,7 @@ func (s *Server) listEvents(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	p := &eventlog.ListParams{
+	p := &event.ListParams{
 		Type: c.Query("type"), Source: c.Query("source"), Subject: c.Query("subject"),
 		MessageGroup: c.Query("messagegroup"), Since: since, Until: until, Limit: limit, Cursor: cursor,
 	}

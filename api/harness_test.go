@@ -15,15 +15,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/api"
-	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/ingest"
-	"github.com/hooklane/hooklane/pipelinetest"
-	"github.com/hooklane/hooklane/pull"
 	"github.com/hooklane/hooklane/queue/memqueue"
-	"github.com/hooklane/hooklane/replay"
+	"github.com/hooklane/hooklane/router/pull"
 	"github.com/hooklane/hooklane/schema"
-	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/storage/pipelinetest"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/subscription/replay"
 )
 
 // testServer is an api.Server over a real SQLite store in t.TempDir() and an

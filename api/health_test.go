@@ -10,7 +10,7 @@ import (
 
 	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/health"
+	"github.com/hooklane/hooklane/dispatch/health"
 	"github.com/hooklane/hooklane/stream"
 )
 

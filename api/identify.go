@@ -9,7 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/hooklane/hooklane/client"
+	"github.com/hooklane/hooklane/tenant"
 )
 
 // errNoKey is authenticate's answer to a request without a bearer token
@@ -81,7 +81,7 @@ func (s *Server) identify(c *gin.Context) (*Key, bool) {
 // (reauthenticate), so a long-lived request is judged by the same rules.
 func (s *Server) authenticate(ctx context.Context, header string) (*credential, error) {
 	token, hasToken := bearerToken(header)
-	isClientToken := hasToken && strings.HasPrefix(token, client.TokenPrefix)
+	isClientToken := hasToken && strings.HasPrefix(token, tenant.TokenPrefix)
 	if s.cfg.Keys.Len() == 0 && !isClientToken {
 		return nil, nil //nolint:nilnil // nil is "authentication is off", a valid answer
 	}
@@ -93,7 +93,7 @@ func (s *Server) authenticate(ctx context.Context, header string) (*credential, 
 	}
 	key, ok := s.cfg.Keys.lookup(token)
 	if !ok {
-		return nil, &client.Unauthorized{Detail: "unknown API key"}
+		return nil, &tenant.Unauthorized{Detail: "unknown API key"}
 	}
 	if key.ClientID != "" {
 		if err := s.clientExists(ctx, key.ClientID); err != nil {
@@ -108,7 +108,7 @@ func (s *Server) authenticate(ctx context.Context, header string) (*credential, 
 // every call, so a revocation holds at once on every instance.
 func (s *Server) authenticateToken(ctx context.Context, token, header string) (*credential, error) {
 	if s.clients == nil {
-		return nil, &client.Unauthorized{Detail: "client tokens are not served here"}
+		return nil, &tenant.Unauthorized{Detail: "client tokens are not served here"}
 	}
 	t, _, err := s.clients.Authenticate(ctx, token)
 	if err != nil {
@@ -130,7 +130,7 @@ func (s *Server) authenticateToken(ctx context.Context, token, header string) (*
 // *client.Unauthorized when not.
 func (s *Server) clientExists(ctx context.Context, id string) error {
 	if s.clients == nil {
-		return &client.Unauthorized{Detail: "client-scoped keys are not served here"}
+		return &tenant.Unauthorized{Detail: "client-scoped keys are not served here"}
 	}
 	if _, err := s.clients.ClientOf(ctx, id); err != nil {
 		return err
@@ -150,7 +150,7 @@ func credentialOf(c *gin.Context) *credential {
 }
 
 func (s *Server) authFailed(c *gin.Context, err error) {
-	if un, ok := errors.AsType[*client.Unauthorized](err); ok {
+	if un, ok := errors.AsType[*tenant.Unauthorized](err); ok {
 		s.unauthorized(c, un.Detail)
 		return
 	}

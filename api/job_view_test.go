@@ -13,7 +13,7 @@ import (
 
 	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/pull"
+	"github.com/hooklane/hooklane/router/pull"
 	"github.com/hooklane/hooklane/stream"
 )
 

@@ -9,10 +9,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/hooklane/hooklane/destination/endpoint"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/endpoint"
+	"github.com/hooklane/hooklane/ingest/task"
 	"github.com/hooklane/hooklane/store"
-	"github.com/hooklane/hooklane/tasks"
 )
 
 func (s *Server) getJob(c *gin.Context) error {
@@ -156,7 +156,7 @@ func (s *Server) createTaskJob(c *gin.Context) error {
 	if err := decodeJSON(c.Request, &in, adminBodyLimit); err != nil {
 		return err
 	}
-	j, secret, err := s.tasks.Create(c.Request.Context(), &tasks.Input{
+	j, secret, err := s.tasks.Create(c.Request.Context(), &task.Input{
 		Code: in.Code, TargetURL: in.TargetURL, Payload: in.Payload, Subject: in.Subject,
 		MessageGroup: in.MessageGroup, Mode: in.Mode, DispatchPoolID: in.DispatchPoolID, Headers: in.Headers,
 		TimeoutSeconds: in.TimeoutSeconds, MaxAgeSeconds: in.MaxAgeSeconds, Retry: in.Retry,

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/api"
-	"github.com/hooklane/hooklane/metrics"
+	"github.com/hooklane/hooklane/api/metrics"
 )
 
 func TestMetricsEndpointCountsRequestsByRoute(t *testing.T) {

@@ -6,8 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/pools"
+	"github.com/hooklane/hooklane/dispatch/pool"
 )
 
 type poolInput struct {
@@ -20,7 +19,7 @@ type poolInput struct {
 
 // decodePool reads a pool from the request body; ratePerSecond's presence
 // is kept apart from its value, since null there means "no limit".
-func decodePool(c *gin.Context) (*pools.Input, error) {
+func decodePool(c *gin.Context) (*pool.Input, error) {
 	var raw map[string]any
 	if err := decodeJSON(c.Request, &raw, adminBodyLimit); err != nil {
 		return nil, err
@@ -30,7 +29,7 @@ func decodePool(c *gin.Context) (*pools.Input, error) {
 		return nil, err
 	}
 	_, rateGiven := raw["ratePerSecond"]
-	return &pools.Input{
+	return &pool.Input{
 		Code: in.Code, Name: in.Name, RatePerSecond: in.RatePerSecond, RateGiven: rateGiven,
 		Burst: in.Burst, Concurrency: in.Concurrency,
 	}, nil
@@ -38,11 +37,11 @@ func decodePool(c *gin.Context) (*pools.Input, error) {
 
 // newPools builds the pool service the handlers call from the ports in cfg;
 // nil when a port it needs is missing, as newCatalog.
-func newPools(cfg *Config) *pools.Service {
+func newPools(cfg *Config) *pool.Service {
 	if cfg.Store == nil || cfg.IDs == nil {
 		return nil
 	}
-	pc := pools.Config{Store: cfg.Store, NewIDFunc: cfg.IDs.New, OnChangeFunc: cfg.PoolChangedFunc, NowFunc: cfg.NowFunc}
+	pc := pool.Config{Store: cfg.Store, NewIDFunc: cfg.IDs.New, OnChangeFunc: cfg.PoolChangedFunc, NowFunc: cfg.NowFunc}
 	if subs := cfg.Subscriptions; subs != nil {
 		pc.UsedByFunc = func(ctx context.Context, poolID string) (string, error) {
 			ix, err := subs.Index(ctx)
@@ -57,7 +56,7 @@ func newPools(cfg *Config) *pools.Service {
 			return "", nil
 		}
 	}
-	return pools.NewService(pc)
+	return pool.NewService(pc)
 }
 
 func (s *Server) createPool(c *gin.Context) error {
@@ -85,7 +84,7 @@ func (s *Server) listPools(c *gin.Context) error {
 	}
 	// Pools are few: the store returns them all and the page is cut here,
 	// newest (largest ULID) first.
-	items, next := pageDesc(ps, func(p *dispatch.Pool) string { return p.ID }, limit, cursor)
+	items, next := pageDesc(ps, func(p *pool.Pool) string { return p.ID }, limit, cursor)
 	writePage(c, items, next)
 	return nil
 }

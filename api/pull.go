@@ -13,7 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/pull"
+	"github.com/hooklane/hooklane/router/pull"
 )
 
 func parseClaimParams(c *gin.Context) (*pull.ClaimParams, error) {

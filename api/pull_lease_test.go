@@ -11,8 +11,8 @@ import (
 
 	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/pollers"
-	"github.com/hooklane/hooklane/pull"
+	"github.com/hooklane/hooklane/dispatch/pollers"
+	"github.com/hooklane/hooklane/router/pull"
 )
 
 // TestPullDeadWorkerLosesJobAfterLease: a worker that claims a job and then

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/pull"
+	"github.com/hooklane/hooklane/router/pull"
 )
 
 // pullSub creates a pull subscription to order.created with the given mode

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/hooklane/hooklane/replay"
+	"github.com/hooklane/hooklane/subscription/replay"
 )
 
 // errNoReplays answers the replay routes of a server built without a

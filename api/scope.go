@@ -10,8 +10,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/hooklane/hooklane/client"
 	"github.com/hooklane/hooklane/store"
+	"github.com/hooklane/hooklane/tenant"
 )
 
 // Client scope (API.md §11) is enforced here, in one place: auth calls
@@ -100,7 +100,7 @@ func scopedRoute(method, path string) (owner, bool) {
 // written the answer and aborted. It stores the scope in the request
 // context for the handler.
 func (s *Server) guardScope(c *gin.Context, clientID string) bool {
-	ctx := client.WithScope(c.Request.Context(), clientID)
+	ctx := tenant.WithScope(c.Request.Context(), clientID)
 	c.Request = c.Request.WithContext(ctx)
 	c.Set(ctxKeyClient, clientID)
 	route := c.FullPath()
@@ -233,7 +233,7 @@ func scopeOf(c *gin.Context) string { return clientScope(c.Request.Context()) }
 
 // clientScope returns the client ctx is scoped to ("" for none).
 func clientScope(ctx context.Context) string {
-	id, _ := client.ScopeOf(ctx)
+	id, _ := tenant.ScopeOf(ctx)
 	return id
 }
 

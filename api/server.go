@@ -14,19 +14,19 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/hooklane/hooklane/client"
+	"github.com/hooklane/hooklane/api/metrics"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/health"
-	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/dispatch/health"
+	"github.com/hooklane/hooklane/dispatch/idgen"
+	"github.com/hooklane/hooklane/dispatch/pool"
 	"github.com/hooklane/hooklane/ingest"
-	"github.com/hooklane/hooklane/metrics"
-	"github.com/hooklane/hooklane/pools"
-	"github.com/hooklane/hooklane/pull"
-	"github.com/hooklane/hooklane/replay"
+	"github.com/hooklane/hooklane/ingest/task"
+	"github.com/hooklane/hooklane/router/pull"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
-	"github.com/hooklane/hooklane/tasks"
+	"github.com/hooklane/hooklane/subscription/replay"
+	"github.com/hooklane/hooklane/tenant"
 )
 
 // adminBodyLimit bounds the body of every request but ingest (which has its
@@ -37,11 +37,11 @@ const adminBodyLimit = 4 << 20
 type Store interface {
 	ingest.Store
 	dispatch.Store
-	dispatch.PoolStore
+	pool.Store
 	dispatch.CircuitStore
 	health.Store
 	subscription.Store
-	client.Store
+	tenant.Store
 	schema.Store
 	stream.Store
 	Ping(ctx context.Context) error
@@ -127,10 +127,10 @@ type Server struct {
 	catalog *schema.Catalog
 	// subscriptions is the subscription service (API.md §3).
 	subscriptions *subscription.Service
-	pools         *pools.Service
-	tasks         *tasks.Service
+	pools         *pool.Service
+	tasks         *task.Service
 	// clients is the client service (API.md §11).
-	clients *client.Service
+	clients *tenant.Service
 }
 
 // New returns a Server with every route registered.

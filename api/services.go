@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 
+	"github.com/hooklane/hooklane/ingest/task"
+	"github.com/hooklane/hooklane/router/webhook"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/subscription"
-	"github.com/hooklane/hooklane/tasks"
-	"github.com/hooklane/hooklane/webhook"
 )
 
 // newCatalog builds the event type catalog the handlers call from the
@@ -54,9 +54,9 @@ func newSubscriptions(cfg *Config) *subscription.Service {
 
 // newTasks builds the TASK job service the handlers call; nil when a port
 // it needs is missing, as newCatalog.
-func newTasks(cfg *Config, subs *subscription.Service) *tasks.Service {
+func newTasks(cfg *Config, subs *subscription.Service) *task.Service {
 	if subs == nil {
 		return nil
 	}
-	return tasks.NewService(tasks.Config{Checker: subs, Jobs: cfg.Jobs, NewIDFunc: cfg.IDs.New, NowFunc: cfg.NowFunc})
+	return task.NewService(task.Config{Checker: subs, Jobs: cfg.Jobs, NewIDFunc: cfg.IDs.New, NowFunc: cfg.NowFunc})
 }

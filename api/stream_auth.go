@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hooklane/hooklane/client"
+	"github.com/hooklane/hooklane/tenant"
 )
 
 // Stream bounds (README "Security"). The caps are per instance: instances
@@ -107,7 +107,7 @@ func (s *Server) reauthenticate(ctx context.Context, cr *credential) error {
 		return nil
 	}
 	now, err := s.authenticate(ctx, cr.header)
-	if un, ok := errors.AsType[*client.Unauthorized](err); ok {
+	if un, ok := errors.AsType[*tenant.Unauthorized](err); ok {
 		return &streamRevokedError{detail: un.Detail}
 	}
 	if err != nil {

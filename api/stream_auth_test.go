@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/api"
-	"github.com/hooklane/hooklane/clocktest"
+	"github.com/hooklane/hooklane/dispatch/clocktest"
 	"github.com/hooklane/hooklane/stream"
 )
 

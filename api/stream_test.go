@@ -26,8 +26,8 @@ import (
 
 	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/idgen"
-	"github.com/hooklane/hooklane/store/mongostore"
+	"github.com/hooklane/hooklane/dispatch/idgen"
+	"github.com/hooklane/hooklane/storage/mongostore"
 	"github.com/hooklane/hooklane/stream"
 )
 

@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/queue/memqueue"
-	"github.com/hooklane/hooklane/store/mongostore"
-	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/storage/mongostore"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
 )
 
 // The delivery side's store work per job, through the lifecycle verbs the

@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"time"
 
-	"github.com/hooklane/hooklane/cloudevent"
-	"github.com/hooklane/hooklane/endpoint"
-	"github.com/hooklane/hooklane/eventlog"
-	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/destination/endpoint"
+	"github.com/hooklane/hooklane/dispatch/idgen"
+	"github.com/hooklane/hooklane/event"
+	"github.com/hooklane/hooklane/event/cloudevent"
 )
 
 // Settings are the delivery settings a subscription gives each of its jobs
@@ -32,7 +32,7 @@ type Settings struct {
 // settings are s, created at now: QUEUED, or PENDING until its delay ends.
 // Its id is derived from (event, subscription), so building it twice gives
 // the same job and storing it twice stores it once.
-func NewEventJob(ev *eventlog.Event, s *Settings, now time.Time) *Job {
+func NewEventJob(ev *event.Event, s *Settings, now time.Time) *Job {
 	j := newJob(s, now)
 	j.ID = idgen.Derived(ev.ReceivedAt, ev.ID, s.SubscriptionID)
 	j.Kind = KindEvent

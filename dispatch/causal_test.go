@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/stream"
 )
 

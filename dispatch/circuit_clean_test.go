@@ -11,11 +11,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/clocktest"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/dispatch/clocktest"
+	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/queue/memqueue"
-	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
 )
 
 // countingCircuits counts the circuit reads a lifecycle makes.

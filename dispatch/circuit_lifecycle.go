@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/stream"
 )

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hooklane/hooklane/eventlog"
+	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/stream"
 )
@@ -103,10 +103,10 @@ const AttributeTraceParent = "traceparent"
 // why: the queue's errors (or that the breaker skipped the queue, with the
 // failure that opened it), joined with any store error that kept a job
 // QUEUED. Callers log it; nothing is lost either way.
-func (e *Enqueuer) Enqueue(ctx context.Context, jobs []*Job, events ...*eventlog.Event) (int, error) {
-	var byID map[string]*eventlog.Event
+func (e *Enqueuer) Enqueue(ctx context.Context, jobs []*Job, events ...*event.Event) (int, error) {
+	var byID map[string]*event.Event
 	if len(events) > 0 {
-		byID = make(map[string]*eventlog.Event, len(events))
+		byID = make(map[string]*event.Event, len(events))
 		for _, ev := range events {
 			byID[ev.ID] = ev
 		}

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hooklane/hooklane/endpoint"
+	"github.com/hooklane/hooklane/destination/endpoint"
 )
 
 // Kind says where a job comes from.

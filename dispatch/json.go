@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/event/cloudevent"
 )
 
 // MarshalJSON renders the job in the API's form, timestamps in the gateway's
@@ -101,14 +101,4 @@ func appendStringField(b []byte, name, value string) []byte {
 	b = append(b, name...)
 	b = append(b, '"', ':')
 	return cloudevent.AppendJSONString(b, value)
-}
-
-// MarshalJSON renders the pool with timestamps in the gateway's format.
-func (p Pool) MarshalJSON() ([]byte, error) {
-	type plain Pool
-	return json.Marshal(struct { //nolint:wrapcheck // plain data
-		plain
-		CreatedAt cloudevent.Timestamp `json:"createdAt"`
-		UpdatedAt cloudevent.Timestamp `json:"updatedAt"`
-	}{plain: plain(p), CreatedAt: cloudevent.Timestamp(p.CreatedAt), UpdatedAt: cloudevent.Timestamp(p.UpdatedAt)})
 }

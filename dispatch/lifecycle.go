@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hooklane/hooklane/eventlog"
+	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/stream"
@@ -221,7 +221,7 @@ func (lc *Lifecycle) Get(ctx context.Context, id string) (*Job, error) {
 // (the stale-queued rescuer then finds the job). Events, optional, are the
 // jobs' events when the caller has them: each job's message then carries
 // its event, which its delivery need not read (see Message).
-func (lc *Lifecycle) Send(ctx context.Context, jobs []*Job, events ...*eventlog.Event) (int, error) {
+func (lc *Lifecycle) Send(ctx context.Context, jobs []*Job, events ...*event.Event) (int, error) {
 	var push []*Job
 	for _, j := range jobs {
 		if j.Status == StatusQueued && j.Delivery != DeliveryPull {

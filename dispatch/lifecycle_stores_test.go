@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/store/mongostore"
-	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/storage/mongostore"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/stream"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hooklane/hooklane/eventlog"
+	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/queue"
 )
 
@@ -80,7 +80,7 @@ func snapshottable(j *Job) bool {
 // queuing is. A job with a TraceParent carries it as the message attribute
 // AttributeTraceParent, so the trace travels with the job through the
 // queue; without one the message has no attributes.
-func Message(j *Job, ev *eventlog.Event) queue.OutMessage {
+func Message(j *Job, ev *event.Event) queue.OutMessage {
 	m := queue.OutMessage{
 		Group:   j.QueueGroup(),
 		DedupID: j.ID + "-" + strconv.FormatInt(j.Version, 10),
@@ -94,7 +94,7 @@ func Message(j *Job, ev *eventlog.Event) queue.OutMessage {
 
 // messageBodyOf encodes j's message body: a snapshot when j may carry one
 // and it fits, else the id alone.
-func messageBodyOf(j *Job, ev *eventlog.Event) []byte {
+func messageBodyOf(j *Job, ev *event.Event) []byte {
 	if !snapshottable(j) {
 		return []byte(j.ID)
 	}
@@ -132,7 +132,7 @@ type MessageContent struct {
 	// included; nil when the message carries the id alone.
 	Job *Job
 	// Event is the job's event; nil when the message does not carry it.
-	Event *eventlog.Event
+	Event *event.Event
 }
 
 // ErrBadMessage is returned by ReadMessage for a body no version of the
@@ -161,7 +161,7 @@ func ReadMessage(body []byte) (MessageContent, error) {
 	j.Version = m.Job.Version
 	out := MessageContent{JobID: m.ID, Job: j}
 	if e := m.Event; e != nil && e.ID == j.EventID && len(m.CE) > 0 {
-		ev := &eventlog.Event{ID: e.ID, ReceivedAt: e.ReceivedAt, DedupKey: e.DedupKey, SchemaVersion: e.SchemaVersion}
+		ev := &event.Event{ID: e.ID, ReceivedAt: e.ReceivedAt, DedupKey: e.DedupKey, SchemaVersion: e.SchemaVersion}
 		if err := ev.Event.UnmarshalJSON(m.CE); err != nil {
 			return MessageContent{}, fmt.Errorf("%w: event: %w", ErrBadMessage, err)
 		}

@@ -8,16 +8,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/destination/endpoint"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/endpoint"
-	"github.com/hooklane/hooklane/eventlog"
+	"github.com/hooklane/hooklane/event"
+	"github.com/hooklane/hooklane/event/cloudevent"
 )
 
-func snapshotFixture() (*dispatch.Job, *eventlog.Event) {
+func snapshotFixture() (*dispatch.Job, *event.Event) {
 	now := time.Date(2026, 11, 24, 4, 0, 0, 123e6, time.UTC)
 	next := now.Add(time.Minute)
-	ev := &eventlog.Event{ID: "01EVENT", ReceivedAt: now, DedupKey: "/shop\x00e1", SchemaVersion: "1.2", Event: cloudevent.Event{
+	ev := &event.Event{ID: "01EVENT", ReceivedAt: now, DedupKey: "/shop\x00e1", SchemaVersion: "1.2", Event: cloudevent.Event{
 		SpecVersion: "1.0", ID: "e1", Source: "/shop", Type: "shop:order:created", Subject: "order/1", Time: now,
 		DataContentType: "application/json", Data: json.RawMessage(`{"id": 1,  "name":"caf\u00e9 <b>"}`),
 		Extensions: map[string]any{"messagegroup": "account:1", "tenant": "acme"},

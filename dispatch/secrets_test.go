@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hooklane/hooklane/destination/endpoint"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/endpoint"
 )
 
 func taskJob() *dispatch.Job {

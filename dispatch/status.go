@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/stream"
 )
 

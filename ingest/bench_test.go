@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/eventlog"
+	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/subscription"
 )
@@ -79,7 +79,7 @@ func BenchmarkParse(b *testing.B) {
 // and 100 matching subscriptions (fan-out), as ingest builds them.
 func BenchmarkNewJobs(b *testing.B) {
 	received := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	ev := &eventlog.Event{ID: "01JDBENCHEVENT0000000000000", ReceivedAt: received, DedupKey: "/bench\x00e-1"}
+	ev := &event.Event{ID: "01JDBENCHEVENT0000000000000", ReceivedAt: received, DedupKey: "/bench\x00e-1"}
 	req := &http.Request{Method: http.MethodPost, Header: http.Header{"Content-Type": {ingest.ContentTypeStructured}}}
 	body := []byte(benchEventJSON(1))
 	req.Body = io.NopCloser(bytes.NewReader(body))

@@ -15,11 +15,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/cloudevent"
-	"github.com/hooklane/hooklane/httpfield"
+	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/ingest"
-	"github.com/hooklane/hooklane/pipelinetest"
 	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/storage/pipelinetest"
 	"github.com/hooklane/hooklane/subscription"
 )
 
@@ -149,11 +148,11 @@ func requireDeliverable(t *testing.T, ev *cloudevent.Event) {
 	require.LessOrEqual(t, len(ev.Extensions), cloudevent.MaxExtensions)
 	for _, v := range []string{ev.ID, ev.Source, ev.Type, ev.Subject, ev.DataSchema, ev.DataContentType} {
 		require.True(t, utf8.ValidString(v), "%q", v)
-		require.NoError(t, httpfield.CheckValue(v))
+		require.NoError(t, cloudevent.CheckHeaderValue(v))
 	}
 	for name := range ev.Extensions {
 		require.True(t, utf8.ValidString(ev.Ext(name)), "%s: %q", name, ev.Ext(name))
-		require.NoError(t, httpfield.CheckValue(ev.Ext(name)), name)
+		require.NoError(t, cloudevent.CheckHeaderValue(ev.Ext(name)), name)
 	}
 	if ev.Data != nil {
 		require.True(t, utf8.Valid(ev.Data), "data %q", ev.Data)

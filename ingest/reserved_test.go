@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/cloudevent"
-	"github.com/hooklane/hooklane/eventlog"
+	"github.com/hooklane/hooklane/event"
+	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/schema"
 )
@@ -61,7 +61,7 @@ func TestReservedTypeAndSourceAreTheGateways(t *testing.T) {
 		}
 		require.Equal(t, tt.pointers, pointers, tt.name)
 	}
-	pg, err := b.store.EventList(ctx, &eventlog.ListParams{Limit: 100})
+	pg, err := b.store.EventList(ctx, &event.ListParams{Limit: 100})
 	require.NoError(t, err)
 	require.Empty(t, pg.Events, "nothing of a refused request is stored")
 

@@ -16,10 +16,10 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/eventlog"
-	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/dispatch/idgen"
+	"github.com/hooklane/hooklane/event"
+	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
@@ -42,7 +42,7 @@ type Jobs interface {
 	Insert(ctx context.Context, jobs []*dispatch.Job, extra ...stream.Event) error
 	// Send puts stored QUEUED push jobs on the queue; events are their
 	// events, carried in the jobs' messages.
-	Send(ctx context.Context, jobs []*dispatch.Job, events ...*eventlog.Event) (int, error)
+	Send(ctx context.Context, jobs []*dispatch.Job, events ...*event.Event) (int, error)
 	// CreationEvents returns the status events of a job's creation.
 	CreationEvents(j *dispatch.Job, now time.Time) []stream.Event
 }
@@ -50,7 +50,7 @@ type Jobs interface {
 // ServiceStore is what the service needs of the store.
 type ServiceStore interface {
 	EventIngest(ctx context.Context, p *EventIngestParams) ([]EventIngestResult, error)
-	EventGetByID(ctx context.Context, id string) (*eventlog.Event, error)
+	EventGetByID(ctx context.Context, id string) (*event.Event, error)
 	EventMarkFannedOut(ctx context.Context, ids []string, at time.Time) error
 	JobListByEvent(ctx context.Context, eventID string) ([]*dispatch.Job, error)
 }
@@ -114,7 +114,7 @@ func New(cfg Config) *Service {
 
 // Result is the outcome of one accepted event.
 type Result struct {
-	Event     *eventlog.Event
+	Event     *event.Event
 	Duplicate bool
 	Jobs      []*dispatch.Job
 	// Deprecated is true when the data was validated against a DEPRECATED
@@ -262,7 +262,7 @@ func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 		if ev.Time.IsZero() {
 			ev.Time = now
 		}
-		stored := &eventlog.Event{
+		stored := &event.Event{
 			ID:            s.cfg.IDs.New(),
 			ReceivedAt:    now,
 			DedupKey:      DedupKey(ev),
@@ -293,7 +293,7 @@ func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 		return nil, fmt.Errorf("store events: %w", err)
 	}
 	var toQueue []*dispatch.Job
-	var queuedEvents []*eventlog.Event
+	var queuedEvents []*event.Event
 	for i, o := range outcomes {
 		if !o.Duplicate {
 			queuedEvents = append(queuedEvents, results[i].Event)
@@ -369,7 +369,7 @@ func unsentSuspects(jobs []*dispatch.Job, now time.Time) []*dispatch.Job {
 // between storing it and its jobs): it matches the event again, stores the
 // jobs idempotently, marks the event and queues the jobs. It returns how
 // many jobs it stored.
-func (s *Service) FanOut(ctx context.Context, ev *eventlog.Event) (int, error) {
+func (s *Service) FanOut(ctx context.Context, ev *event.Event) (int, error) {
 	now := s.cfg.NowFunc().UTC().Truncate(time.Millisecond)
 	subs, err := s.cfg.Matcher.Match(ctx, &ev.Event, ev.SchemaVersion)
 	if err != nil {
@@ -402,7 +402,7 @@ func (s *Service) FanOut(ctx context.Context, ev *eventlog.Event) (int, error) {
 }
 
 // buildItem creates the jobs and status events of an accepted event.
-func (s *Service) buildItem(ev *eventlog.Event, subs []*subscription.Subscription, now time.Time) EventIngestItem {
+func (s *Service) buildItem(ev *event.Event, subs []*subscription.Subscription, now time.Time) EventIngestItem {
 	jobs := s.buildJobs(ev, subs, now)
 	events := make([]stream.Event, 0, 1+2*len(jobs))
 	events = append(events, s.acceptedEvent(ev, subs, now))
@@ -413,7 +413,7 @@ func (s *Service) buildItem(ev *eventlog.Event, subs []*subscription.Subscriptio
 }
 
 // buildJobs creates the jobs of an event for the subscriptions it matched.
-func (s *Service) buildJobs(ev *eventlog.Event, subs []*subscription.Subscription, now time.Time) []*dispatch.Job {
+func (s *Service) buildJobs(ev *event.Event, subs []*subscription.Subscription, now time.Time) []*dispatch.Job {
 	jobs := make([]*dispatch.Job, 0, len(subs))
 	for _, sub := range subs {
 		jobs = append(jobs, dispatch.NewEventJob(ev, sub.JobSettings(), now))
@@ -422,7 +422,7 @@ func (s *Service) buildJobs(ev *eventlog.Event, subs []*subscription.Subscriptio
 }
 
 // acceptedEvent is the event.accepted status event of an event.
-func (s *Service) acceptedEvent(ev *eventlog.Event, subs []*subscription.Subscription, now time.Time) stream.Event {
+func (s *Service) acceptedEvent(ev *event.Event, subs []*subscription.Subscription, now time.Time) stream.Event {
 	codes := make([]string, len(subs))
 	for i, sub := range subs {
 		codes[i] = sub.Code

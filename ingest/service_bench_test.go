@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/ingest"
-	"github.com/hooklane/hooklane/pipelinetest"
 	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/storage/pipelinetest"
 	"github.com/hooklane/hooklane/subscription"
 )
 

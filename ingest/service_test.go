@@ -7,17 +7,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/clocktest"
-	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/eventlog"
-	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/dispatch/clocktest"
+	"github.com/hooklane/hooklane/dispatch/idgen"
+	"github.com/hooklane/hooklane/event"
+	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/ingest"
-	"github.com/hooklane/hooklane/pipelinetest"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/queue/memqueue"
 	"github.com/hooklane/hooklane/schema"
-	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/storage/pipelinetest"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/subscription"
 )
 
@@ -52,11 +52,11 @@ func setupService(t *testing.T) *serviceBundle {
 // died: the event with id, and its job when withJob. It returns both (the
 // job is built either way: it is what the first request would have
 // written).
-func (b *serviceBundle) firstWrite(t *testing.T, id string, withJob bool) (*eventlog.Event, *dispatch.Job) {
+func (b *serviceBundle) firstWrite(t *testing.T, id string, withJob bool) (*event.Event, *dispatch.Job) {
 	t.Helper()
 	ev := orderEvent()
 	now := b.clock.Now()
-	stored := &eventlog.Event{ID: id, ReceivedAt: now, DedupKey: ingest.DedupKey(&ev), Event: ev}
+	stored := &event.Event{ID: id, ReceivedAt: now, DedupKey: ingest.DedupKey(&ev), Event: ev}
 	job := dispatch.NewEventJob(stored, b.sub.JobSettings(), now)
 	item := ingest.EventIngestItem{Event: stored}
 	if withJob {
@@ -116,7 +116,7 @@ type halfWrittenStore struct {
 	unfanned map[string]bool
 }
 
-func (s *halfWrittenStore) EventGetByID(ctx context.Context, id string) (*eventlog.Event, error) {
+func (s *halfWrittenStore) EventGetByID(ctx context.Context, id string) (*event.Event, error) {
 	ev, err := s.Store.EventGetByID(ctx, id)
 	if err == nil && s.unfanned[id] {
 		ev.FannedOutAt = nil

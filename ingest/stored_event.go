@@ -4,14 +4,14 @@ import (
 	"context"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/eventlog"
+	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/stream"
 )
 
 // Store is the storage port for events: the event log's reads and the
 // ingest write.
 type Store interface {
-	eventlog.Store
+	event.Store
 	// EventIngest stores events with their jobs and status events. For each
 	// item: when an event with the same DedupKey is stored, nothing of the
 	// item is written and its result is a duplicate naming the stored
@@ -30,7 +30,7 @@ type EventIngestParams struct {
 
 // EventIngestItem is one event with what its acceptance creates.
 type EventIngestItem struct {
-	Event        *eventlog.Event
+	Event        *event.Event
 	Jobs         []*dispatch.Job
 	StatusEvents []stream.Event
 }

@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hooklane/hooklane/ingest"
-	"github.com/hooklane/hooklane/pipelinetest"
+	"github.com/hooklane/hooklane/storage/pipelinetest"
 )
 
 // BenchmarkIngestTracingOn is BenchmarkIngest with tracing on at 100 %

@@ -19,28 +19,29 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/clocktest"
-	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/eventlog"
-	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/dispatch/clocktest"
+	"github.com/hooklane/hooklane/dispatch/idgen"
+	"github.com/hooklane/hooklane/dispatch/pollers"
+	// circuitStore is what the circuit tests use of a store: both adapters
+	// implement it.
+	"github.com/hooklane/hooklane/dispatch/pool"
+	"github.com/hooklane/hooklane/event"
+	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/ingest"
-	"github.com/hooklane/hooklane/pollers"
 	"github.com/hooklane/hooklane/queue/memqueue"
 	"github.com/hooklane/hooklane/router"
-	"github.com/hooklane/hooklane/store/mongostore"
-	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/router/webhook"
+	"github.com/hooklane/hooklane/storage/mongostore"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
-	"github.com/hooklane/hooklane/webhook"
 )
 
-// circuitStore is what the circuit tests use of a store: both adapters
-// implement it.
 type circuitStore interface {
 	dispatch.LifecycleStore
 	dispatch.CircuitStore
-	dispatch.PoolStore
+	pool.Store
 	router.Store
 	JobGetMany(ctx context.Context, ids []string) ([]*dispatch.Job, error)
 	SubscriptionInsert(ctx context.Context, s *subscription.Subscription) error
@@ -202,9 +203,9 @@ func newRig(t *testing.T, st circuitStore, o rigOptions) *rig {
 		ids: idgen.New(clock.Now), rx: newReceiver(t),
 	}
 	now := clock.Now()
-	require.NoError(t, st.PoolInsert(ctx, &dispatch.Pool{
-		ID: r.ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default",
-		Burst: 1, Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now,
+	require.NoError(t, st.PoolInsert(ctx, &pool.Pool{
+		ID: r.ids.New(), Code: pool.DefaultPoolCode, Name: "Default",
+		Burst: 1, Concurrency: pool.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now,
 	}))
 	r.sub = &subscription.Subscription{
 		ID: r.ids.New(), Code: "orders", Target: r.rx.srv.URL, Mode: cmp.Or(o.mode, dispatch.ModeImmediate),
@@ -282,9 +283,9 @@ func (r *rig) kind(ev dispatch.CircuitEvent) int64 {
 }
 
 // event returns a stored-event value of group and seq (not yet stored).
-func (r *rig) event(group string, seq int) *eventlog.Event {
+func (r *rig) event(group string, seq int) *event.Event {
 	now := r.clock.Now()
-	return &eventlog.Event{ID: r.ids.New(), ReceivedAt: now, DedupKey: fmt.Sprintf("/shop\x00%s-%d", group, seq), Event: cloudevent.Event{
+	return &event.Event{ID: r.ids.New(), ReceivedAt: now, DedupKey: fmt.Sprintf("/shop\x00%s-%d", group, seq), Event: cloudevent.Event{
 		SpecVersion: "1.0", ID: fmt.Sprintf("%s-%d", group, seq), Source: "/shop", Type: "shop.order.created", Time: now,
 		DataContentType: "application/json", Data: json.RawMessage(fmt.Sprintf(`{"group":%q,"seq":%d}`, group, seq)),
 		Extensions: map[string]any{"messagegroup": group},
@@ -292,7 +293,7 @@ func (r *rig) event(group string, seq int) *eventlog.Event {
 }
 
 // eventFor stores the i-th event of group "race" and returns it.
-func (r *rig) eventFor(t *testing.T, i int) *eventlog.Event {
+func (r *rig) eventFor(t *testing.T, i int) *event.Event {
 	t.Helper()
 	ev := r.event("race", i)
 	_, err := r.st.EventIngest(context.Background(), &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: ev}}})

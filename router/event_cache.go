@@ -6,7 +6,7 @@ import (
 
 	"github.com/dgraph-io/ristretto/v2"
 
-	"github.com/hooklane/hooklane/eventlog"
+	"github.com/hooklane/hooklane/event"
 )
 
 // Sizing of the event cache: events are immutable once stored, so the jobs
@@ -25,11 +25,11 @@ const (
 // store. It is safe for concurrent use.
 type eventCache struct {
 	store Store
-	cache *ristretto.Cache[string, *eventlog.Event]
+	cache *ristretto.Cache[string, *event.Event]
 }
 
 func newEventCache(st Store) *eventCache {
-	c, err := ristretto.NewCache(&ristretto.Config[string, *eventlog.Event]{
+	c, err := ristretto.NewCache(&ristretto.Config[string, *event.Event]{
 		NumCounters: eventCacheCounters, MaxCost: eventCacheMaxBytes, BufferItems: eventCacheBuffer,
 		IgnoreInternalCost: true,
 	})
@@ -42,7 +42,7 @@ func newEventCache(st Store) *eventCache {
 
 // get returns the stored event with id, from the cache or the store. The
 // result is shared: callers must not modify it.
-func (c *eventCache) get(ctx context.Context, id string) (*eventlog.Event, error) {
+func (c *eventCache) get(ctx context.Context, id string) (*event.Event, error) {
 	if ev, ok := c.cache.Get(id); ok {
 		return ev, nil
 	}
@@ -55,7 +55,7 @@ func (c *eventCache) get(ctx context.Context, id string) (*eventlog.Event, error
 }
 
 // put caches ev, an event as stored (one a job's message carried).
-func (c *eventCache) put(ev *eventlog.Event) {
+func (c *eventCache) put(ev *event.Event) {
 	c.cache.Set(ev.ID, ev, int64(eventOverhead+len(ev.Event.Data)+len(ev.Event.DataBase64)))
 }
 

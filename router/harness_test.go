@@ -14,15 +14,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/eventlog"
-	"github.com/hooklane/hooklane/idgen"
-	"github.com/hooklane/hooklane/pollers"
+	"github.com/hooklane/hooklane/dispatch/idgen"
+	"github.com/hooklane/hooklane/dispatch/pollers"
+	"github.com/hooklane/hooklane/dispatch/pool"
+	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/queue/memqueue"
 	"github.com/hooklane/hooklane/router"
-	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/router/webhook"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/subscription"
-	"github.com/hooklane/hooklane/webhook"
 )
 
 func TestMain(m *testing.M) {
@@ -45,7 +46,7 @@ type gw struct {
 	jobs  *dispatch.Lifecycle
 	pools *router.Pools
 	rt    *router.Router
-	def   *dispatch.Pool
+	def   *pool.Pool
 	stop  func()
 }
 
@@ -87,7 +88,7 @@ func (c *readCounter) JobGetByID(ctx context.Context, id string) (*dispatch.Job,
 	return c.Store.JobGetByID(ctx, id)
 }
 
-func (c *readCounter) EventGetByID(ctx context.Context, id string) (*eventlog.Event, error) {
+func (c *readCounter) EventGetByID(ctx context.Context, id string) (*event.Event, error) {
 	c.events.Add(1)
 	return c.Store.EventGetByID(ctx, id)
 }
@@ -104,9 +105,9 @@ func newGW(t *testing.T, o gwOptions) *gw {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	now := time.Now().UTC()
-	def := &dispatch.Pool{
-		ID: ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default", Burst: 1,
-		Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now,
+	def := &pool.Pool{
+		ID: ids.New(), Code: pool.DefaultPoolCode, Name: "Default", Burst: 1,
+		Concurrency: pool.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now,
 	}
 	require.NoError(t, st.PoolInsert(ctx, def))
 	subs := subscription.NewCache(subscription.CacheConfig{Store: st, RefreshInterval: 50 * time.Millisecond})

@@ -12,9 +12,9 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/eventlog"
+	"github.com/hooklane/hooklane/event"
+	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/subscription"
 )
@@ -54,7 +54,7 @@ func TestPausedSubscriptionWaitsThenResumes(t *testing.T) {
 	sub.Status = subscription.StatusPaused
 	require.NoError(t, g.st.SubscriptionInsert(ctx, sub))
 
-	ev := &eventlog.Event{ID: g.ids.New(), ReceivedAt: now, DedupKey: "/shop\x00e1", Event: cloudevent.Event{
+	ev := &event.Event{ID: g.ids.New(), ReceivedAt: now, DedupKey: "/shop\x00e1", Event: cloudevent.Event{
 		SpecVersion: "1.0", ID: "e1", Source: "/shop", Type: "shop:order:created", Time: now,
 		DataContentType: "application/json", Data: json.RawMessage(`{"id":1}`),
 	}}

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/dispatch/pool"
 )
 
 // Pool is the runtime side of a dispatch pool: a concurrency budget and a
@@ -17,7 +17,7 @@ import (
 // Each pool has its own budget, so a slow target in one pool never takes
 // slots from another.
 type Pool struct {
-	def     dispatch.Pool
+	def     pool.Pool
 	slots   chan struct{}
 	limiter *rate.Limiter // nil: no rate limit
 	// held counts the deliveries of this router that run in the pool or
@@ -116,7 +116,7 @@ func (p *Pool) WaitRoom(ctx context.Context, limit time.Duration) {
 // Held is how many deliveries run in or wait for the pool now.
 func (p *Pool) Held() int { return int(p.held.Load()) }
 
-func newPool(def dispatch.Pool) *Pool {
+func newPool(def pool.Pool) *Pool {
 	p := &Pool{def: def, slots: make(chan struct{}, max(def.Concurrency, 1)), room: make(chan struct{}, 1)}
 	if def.RatePerSecond != nil && *def.RatePerSecond > 0 {
 		p.limiter = rate.NewLimiter(rate.Limit(*def.RatePerSecond), max(def.Burst, 1))
@@ -155,12 +155,12 @@ func (p *Pool) Release(took time.Duration) {
 func (p *Pool) InFlight() int { return len(p.slots) }
 
 // Definition is the pool's stored definition.
-func (p *Pool) Definition() dispatch.Pool { return p.def }
+func (p *Pool) Definition() pool.Pool { return p.def }
 
 // PoolLookup reads pool definitions.
 type PoolLookup interface {
-	PoolGetByID(ctx context.Context, id string) (*dispatch.Pool, error)
-	PoolGetByCode(ctx context.Context, code string) (*dispatch.Pool, error)
+	PoolGetByID(ctx context.Context, id string) (*pool.Pool, error)
+	PoolGetByCode(ctx context.Context, code string) (*pool.Pool, error)
 }
 
 // Pools holds the runtime pools by id, created on first use from the store.
@@ -190,10 +190,10 @@ func (ps *Pools) Get(ctx context.Context, id string) (*Pool, error) {
 		return p, nil
 	}
 	ps.mu.Unlock()
-	var def *dispatch.Pool
+	var def *pool.Pool
 	var err error
 	if id == "" {
-		def, err = ps.store.PoolGetByCode(ctx, dispatch.DefaultPoolCode)
+		def, err = ps.store.PoolGetByCode(ctx, pool.DefaultPoolCode)
 	} else {
 		def, err = ps.store.PoolGetByID(ctx, id)
 	}
@@ -206,7 +206,7 @@ func (ps *Pools) Get(ctx context.Context, id string) (*Pool, error) {
 	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if def.Code == dispatch.DefaultPoolCode {
+	if def.Code == pool.DefaultPoolCode {
 		ps.defaultID = def.ID
 	}
 	if p, ok := ps.byID[def.ID]; ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/dispatch/pool"
 	"github.com/hooklane/hooklane/router"
 )
 
@@ -39,10 +40,10 @@ func (f *flightRecorder) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-func (g *gw) pool(code string, rate *float64, burst, concurrency int) *dispatch.Pool { //nolint:unparam // the pool definition in full; the tests so far use burst 1
+func (g *gw) pool(code string, rate *float64, burst, concurrency int) *pool.Pool { //nolint:unparam // the pool definition in full; the tests so far use burst 1
 	g.t.Helper()
 	now := time.Now().UTC()
-	p := &dispatch.Pool{
+	p := &pool.Pool{
 		ID: g.ids.New(), Code: code, Name: code, RatePerSecond: rate, Burst: burst,
 		Concurrency: concurrency, CreatedAt: now, UpdatedAt: now,
 	}
@@ -181,7 +182,7 @@ func TestPoolsPickUpPatchedDefinition(t *testing.T) {
 	g.pools.Invalidate(p.ID)
 	fallback, err := g.pools.Get(ctx, p.ID)
 	require.NoError(t, err)
-	require.Equal(t, dispatch.DefaultPoolCode, fallback.Definition().Code)
+	require.Equal(t, pool.DefaultPoolCode, fallback.Definition().Code)
 }
 
 // TestDelayedJobWaitsPending: a job stored PENDING with a future

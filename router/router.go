@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/eventlog"
+	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/subscription"
@@ -49,7 +49,7 @@ const (
 // lifecycle verbs do.
 type Store interface {
 	JobGetByID(ctx context.Context, id string) (*dispatch.Job, error)
-	EventGetByID(ctx context.Context, id string) (*eventlog.Event, error)
+	EventGetByID(ctx context.Context, id string) (*event.Event, error)
 	SubscriptionGetByID(ctx context.Context, id string) (*subscription.Subscription, error)
 }
 
@@ -545,7 +545,7 @@ func dropIf(ok bool) disposition {
 // when its message carried it. proceed is false when the job must not be
 // delivered now (its subscription is paused or gone, or its event no longer
 // stored); the job was then moved accordingly.
-func (r *Router) prepareEventJob(ctx context.Context, d *Delivery, ev *eventlog.Event) (proceed bool, err error) {
+func (r *Router) prepareEventJob(ctx context.Context, d *Delivery, ev *event.Event) (proceed bool, err error) {
 	job := d.Job
 	sub, err := r.cfg.Subscriptions.Get(ctx, job.SubscriptionID)
 	if errors.Is(err, store.ErrNotFound) {

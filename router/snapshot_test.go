@@ -13,9 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/eventlog"
+	"github.com/hooklane/hooklane/event"
+	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/subscription"
@@ -23,7 +23,7 @@ import (
 
 // snapshotFixture stores a subscription to srv and one event with one
 // QUEUED job of it, not yet sent.
-func snapshotFixture(t *testing.T, g *gw, code, target string) (*dispatch.Job, *eventlog.Event) {
+func snapshotFixture(t *testing.T, g *gw, code, target string) (*dispatch.Job, *event.Event) {
 	t.Helper()
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Millisecond)
@@ -34,7 +34,7 @@ func snapshotFixture(t *testing.T, g *gw, code, target string) (*dispatch.Job, *
 	}
 	sub.ApplyDefaults()
 	require.NoError(t, g.st.SubscriptionInsert(ctx, sub))
-	ev := &eventlog.Event{ID: g.ids.New(), ReceivedAt: now, DedupKey: "/shop\x00" + code, Event: cloudevent.Event{
+	ev := &event.Event{ID: g.ids.New(), ReceivedAt: now, DedupKey: "/shop\x00" + code, Event: cloudevent.Event{
 		SpecVersion: "1.0", ID: "e1", Source: "/shop", Type: "shop:order:created", Time: now,
 		DataContentType: "application/json", Data: json.RawMessage(`{"id": 1, "note": "<b>"}`),
 	}}

@@ -22,22 +22,23 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/dispatch/idgen"
+	"github.com/hooklane/hooklane/dispatch/pollers"
+	// Trace context of the producer in the tracing tests.
+	"github.com/hooklane/hooklane/dispatch/pool"
+	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/ingest"
-	"github.com/hooklane/hooklane/pollers"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/queue/memqueue"
 	"github.com/hooklane/hooklane/queue/sqsqueue"
 	"github.com/hooklane/hooklane/router"
+	"github.com/hooklane/hooklane/router/webhook"
 	"github.com/hooklane/hooklane/schema"
-	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/subscription"
-	"github.com/hooklane/hooklane/webhook"
 )
 
-// Trace context of the producer in the tracing tests.
 const (
 	producerTraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	eventParent     = "00f067aa0ba902b7"
@@ -92,9 +93,9 @@ func newTracedGW(t *testing.T, q queue.Queue, traced bool) *tracedGW {
 	g.st = st
 	ids := idgen.New(nil)
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	require.NoError(t, st.PoolInsert(ctx, &dispatch.Pool{
-		ID: ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default", Burst: 1,
-		Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now,
+	require.NoError(t, st.PoolInsert(ctx, &pool.Pool{
+		ID: ids.New(), Code: pool.DefaultPoolCode, Name: "Default", Burst: 1,
+		Concurrency: pool.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now,
 	}))
 	require.NoError(t, st.EventTypeInsert(ctx, &schema.EventType{Code: "shop.order.created", Name: "x", Status: schema.TypeCurrent, CreatedAt: now, UpdatedAt: now}))
 	sub := &subscription.Subscription{

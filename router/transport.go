@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/eventlog"
+	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/subscription"
 )
 
@@ -30,7 +30,7 @@ type Delivery struct {
 	// subscription's current ones.
 	Job *dispatch.Job
 	// Event is the job's event; nil for a TASK job.
-	Event *eventlog.Event
+	Event *event.Event
 	// Subscription is the job's subscription as it is now; nil for a TASK
 	// job.
 	Subscription *subscription.Subscription

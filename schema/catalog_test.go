@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/store"
-	"github.com/hooklane/hooklane/store/sqlitestore"
 )
 
 // fakeBindings is a schema.Bindings over a set of bound codes.

@@ -3,7 +3,7 @@ package schema
 import (
 	"encoding/json"
 
-	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/event/cloudevent"
 )
 
 // MarshalJSON renders the event type with timestamps in the gateway's format

@@ -11,10 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/store"
-	"github.com/hooklane/hooklane/store/sqlitestore"
 )
 
 // memStore is a RegistryStore over a map, counting reads.

@@ -5,12 +5,12 @@
 #
 # Direct imports (the same rules as depguard's, without needing the linter):
 #   gin              only api
-#   mongo-driver     only store/mongostore
-#   sqlite           only store/sqlitestore
+#   mongo-driver     only storage/mongostore
+#   sqlite           only storage/sqlitestore
 #   aws-sdk-go-v2    only queue/sqsqueue
 # Dependencies, followed transitively (what depguard cannot see: a domain
 # package reaching an adapter or the HTTP layer through a helper package):
-#   an adapter (store/mongostore, store/sqlitestore, queue/memqueue,
+#   an adapter (storage/mongostore, storage/sqlitestore, queue/memqueue,
 #   queue/sqsqueue)  only cmd/hooklane, which wires them, and pipelinetest,
 #                    the test helper that assembles the embedded pipeline
 #   api              only cmd/hooklane
@@ -38,9 +38,44 @@ check() {
 }
 
 check gin "$imports" 'github.com/gin-gonic/gin|github.com/gin-contrib' "$mod/api"
-check mongo "$imports" 'go.mongodb.org/mongo-driver' "$mod/store/mongostore"
-check sqlite "$imports" 'modernc.org/sqlite' "$mod/store/sqlitestore"
+check mongo "$imports" 'go.mongodb.org/mongo-driver' "$mod/storage/mongostore"
+check sqlite "$imports" 'modernc.org/sqlite' "$mod/storage/sqlitestore"
 check aws "$imports" 'github.com/aws/aws-sdk-go-v2|github.com/aws/smithy-go' "$mod/queue/sqsqueue"
-check adapter "$deps" "$mod/store/(mongostore|sqlitestore)|$mod/queue/(memqueue|sqsqueue)" "$mod/cmd/hooklane|$mod/pipelinetest"
-check api "$deps" "$mod/api" "$mod/cmd/hooklane"
+check adapter "$deps" "$mod/storage/(mongostore|sqlitestore)|$mod/queue/(memqueue|sqsqueue)" "$mod/cmd/hooklane|$mod/storage/pipelinetest"
+check api "$deps" "$mod/api" "$mod/cmd/hooklane(/.*)?|$mod/api(/.*)?"
+# The layers of the top-level folders (README "Layout"), lowest first: a
+# package may import its own folder and the folders below it, never one
+# above (an import running back up), so the folders read as a stack.
+layers=(store queue destination event stream schema dispatch subscription tenant ingest router storage api cmd)
+rank() {
+	local i
+	for i in "${!layers[@]}"; do
+		if [ "${layers[$i]}" = "$1" ]; then
+			echo "$i"
+			return
+		fi
+	done
+	echo -1
+}
+while read -r pkg list; do
+	top=${pkg#"$mod"/}
+	top=${top%%/*}
+	pr=$(rank "$top")
+	if [ "$pr" -lt 0 ]; then
+		case "$top" in localstack | deploy | scripts) continue ;; esac
+		echo "import rule (layers): $pkg is in a top-level folder with no layer: add it to layers in scripts/check-imports.sh and to README Layout"
+		fail=1
+		continue
+	fi
+	for dep in $list; do
+		case "$dep" in "$mod"/*) ;; *) continue ;; esac
+		dtop=${dep#"$mod"/}
+		dtop=${dtop%%/*}
+		dr=$(rank "$dtop")
+		if [ "$dr" -gt "$pr" ]; then
+			echo "import rule (layers): $pkg ($top) must not import $dep ($dtop is a higher layer)"
+			fail=1
+		fi
+	done
+done <<<"$imports"
 exit $fail

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Builds the pinned developer tools (today: golangci-lint) from the Go module
-# proxy into tools/bin and prints the path of the binary asked for. The pins
-# live in tools/go.mod (a module of its own, so the product's go.mod stays
+# proxy into scripts/tools/bin and prints the path of the binary asked for. The pins
+# live in scripts/tools/go.mod (a module of its own, so the product's go.mod stays
 # clean); bump one with
-#   cd tools && go get -tool github.com/golangci/golangci-lint/v2/cmd/golangci-lint@vX.Y.Z && go mod tidy
+#   cd scripts/tools && go get -tool github.com/golangci/golangci-lint/v2/cmd/golangci-lint@vX.Y.Z && go mod tidy
 # Idempotent: the binary's name carries its version, and an existing one is
 # reused. A cold build (empty module and build caches) takes ~2.5 CPU-minutes:
 # 6 min wall on a loaded 2-core machine.
 #
-#   bash scripts/install-tools.sh golangci-lint   # → tools/bin/golangci-lint-v2.15.0
+#   bash scripts/install-tools.sh golangci-lint   # → scripts/tools/bin/golangci-lint-v2.15.0
 set -euo pipefail
-cd "$(dirname "$0")/../tools"
+cd "$(dirname "$0")/tools"
 
 tool="${1:-golangci-lint}"
 case "$tool" in

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs the pinned Node dependencies of the dashboard's browser tests
-# (ui/e2e: playwright-core, exactly as package-lock.json says) with `npm ci`.
+# (api/ui/e2e: playwright-core, exactly as package-lock.json says) with `npm ci`.
 # It never downloads a browser: the tests drive Debian's Chromium, which
 # scripts/install-chromium.sh installs. Idempotent and fast: does nothing
 # when node_modules already matches the lock file.
 set -euo pipefail
-cd "$(dirname "$0")/../ui/e2e"
+cd "$(dirname "$0")/../api/ui/e2e"
 
 if ! command -v npm >/dev/null 2>&1; then
 	echo "install-ui-test-deps: npm not found; install Node.js (apt-get install nodejs npm) for the dashboard's browser tests" >&2

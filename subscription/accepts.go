@@ -1,7 +1,7 @@
 package subscription
 
 import (
-	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/event/cloudevent"
 )
 
 // Acceptor decides whether events match one subscription by the rules

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/event/cloudevent"
 )
 
 // benchSubs returns n subscriptions spread over n/4 event types (four per

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/event/cloudevent"
 )
 
 // typedSubs returns n subscriptions over types event types, n/types per

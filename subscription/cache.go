@@ -11,7 +11,7 @@ import (
 
 	"github.com/dgraph-io/ristretto/v2"
 
-	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/event/cloudevent"
 )
 
 // RefreshIntervalDefault is how often a Cache asks the store for its

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/store"
-	"github.com/hooklane/hooklane/store/sqlitestore"
 	"github.com/hooklane/hooklane/subscription"
 )
 

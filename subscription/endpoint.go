@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hooklane/hooklane/endpoint"
+	"github.com/hooklane/hooklane/destination/endpoint"
 )
 
 // MapSecrets returns a copy of s whose secrets — the values of its signing

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/health"
+	"github.com/hooklane/hooklane/dispatch/health"
+	"github.com/hooklane/hooklane/event/cloudevent"
 )
 
 // The endpoint health of API.md §12 as the Service shows it: the circuit

@@ -3,7 +3,7 @@ package subscription
 import (
 	"encoding/json"
 
-	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/event/cloudevent"
 )
 
 // testSub returns a valid ACTIVE subscription bound to codes.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hooklane/hooklane/cloudevent"
+	"github.com/hooklane/hooklane/event/cloudevent"
 )
 
 // Index matches events against a fixed set of subscriptions. Exact binding

@@ -3,8 +3,8 @@ package subscription
 import (
 	"encoding/json"
 
-	"github.com/hooklane/hooklane/cloudevent"
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/event/cloudevent"
 )
 
 // MarshalJSON renders the subscription in the API's form, timestamps in the

@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/hooklane/hooklane/endpoint"
+	"github.com/hooklane/hooklane/destination/endpoint"
 )
 
 // Bounds of what a subscription or a TASK job adds to the requests it

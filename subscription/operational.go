@@ -1,6 +1,6 @@
 package subscription
 
-import "github.com/hooklane/hooklane/cloudevent"
+import "github.com/hooklane/hooklane/event/cloudevent"
 
 // The gateway's operational events (package operational) are ordinary
 // events of source OperationalSource. One about a subscription carries its

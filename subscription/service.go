@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/health"
+	"github.com/hooklane/hooklane/dispatch/health"
+	"github.com/hooklane/hooklane/dispatch/pool"
 	"github.com/hooklane/hooklane/store"
 )
 
@@ -27,7 +28,7 @@ type ServiceStore interface {
 	SubscriptionList(ctx context.Context, p *ListParams) (*Page, error)
 	SubscriptionUpdate(ctx context.Context, s *Subscription) error
 	SubscriptionDelete(ctx context.Context, id string) error
-	PoolGetByID(ctx context.Context, id string) (*dispatch.Pool, error)
+	PoolGetByID(ctx context.Context, id string) (*pool.Pool, error)
 	// CircuitGetMany returns the stored circuits of the given
 	// subscriptions (dispatch.CircuitStore).
 	CircuitGetMany(ctx context.Context, subscriptionIDs []string) ([]*dispatch.Circuit, error)

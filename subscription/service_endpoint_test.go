@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/endpoint"
-	"github.com/hooklane/hooklane/endpoint/endpointtest"
+	"github.com/hooklane/hooklane/destination/endpoint"
+	"github.com/hooklane/hooklane/destination/endpoint/endpointtest"
 	"github.com/hooklane/hooklane/subscription"
 )
 

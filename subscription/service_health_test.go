@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/health"
+	"github.com/hooklane/hooklane/dispatch/health"
 	"github.com/hooklane/hooklane/subscription"
 )
 

@@ -14,9 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/dispatch/idgen"
+	"github.com/hooklane/hooklane/dispatch/pool"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/store"
-	"github.com/hooklane/hooklane/store/sqlitestore"
 	"github.com/hooklane/hooklane/subscription"
 )
 
@@ -107,7 +108,7 @@ func setupService(t *testing.T, withAddressCheck bool) *serviceBundle {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
 	now := time.Date(2026, 1, 24, 14, 0, 0, 123_456_789, time.UTC)
-	require.NoError(t, st.PoolInsert(t.Context(), &dispatch.Pool{ID: "pool-1", Code: "p1", Name: "P1", Burst: 1, Concurrency: 1, CreatedAt: now, UpdatedAt: now}))
+	require.NoError(t, st.PoolInsert(t.Context(), &pool.Pool{ID: "pool-1", Code: "p1", Name: "P1", Burst: 1, Concurrency: 1, CreatedAt: now, UpdatedAt: now}))
 	b := &serviceBundle{store: st, jobs: &fakeJobs{}, changes: &atomic.Int32{}, log: &syncBuffer{t: t}, now: now}
 	b.public.Store(true)
 	cfg := subscription.ServiceConfig{

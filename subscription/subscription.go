@@ -9,8 +9,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/hooklane/hooklane/destination/endpoint"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/endpoint"
 )
 
 // Status is a subscription's state.

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/httpfield"
+	"github.com/hooklane/hooklane/event/cloudevent"
 )
 
 // Subscription defaults and limits (API.md §3).
@@ -134,11 +134,11 @@ func (s *Subscription) Validate() []FieldError {
 			break
 		}
 		ptr := "/headers/" + escapePointer(name)
-		if err := httpfield.CheckName(name); err != nil {
+		if err := cloudevent.CheckHeaderName(name); err != nil {
 			add(ptr, err.Error())
 		} else if reservedHeader(name) {
 			add(ptr, "is set by the gateway and cannot be overridden")
-		} else if err := httpfield.CheckValue(s.Headers[name]); err != nil {
+		} else if err := cloudevent.CheckHeaderValue(s.Headers[name]); err != nil {
 			// Refused here, not at delivery: a value the HTTP client
 			// cannot send fails every attempt, and in BLOCK_ON_ERROR
 			// holds the whole message group.

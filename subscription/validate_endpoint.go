@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hooklane/hooklane/destination/endpoint"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/endpoint"
 )
 
 // maskLeft is the message for a secret that is still "***" when checked:

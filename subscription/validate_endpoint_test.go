@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hooklane/hooklane/destination/endpoint"
+	"github.com/hooklane/hooklane/destination/endpoint/endpointtest"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/endpoint"
-	"github.com/hooklane/hooklane/endpoint/endpointtest"
 )
 
 func TestValidateEndpoint(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hooklane/hooklane/bench"
+	"github.com/hooklane/hooklane/cmd/hooklane/bench"
 )
 
 // benchCmd runs `hooklane bench`: against --url, or against a gateway it

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/bench"
+	"github.com/hooklane/hooklane/cmd/hooklane/bench"
 )
 
 func TestBenchShortAgainstTheInProcessGateway(t *testing.T) {

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 
-	"github.com/hooklane/hooklane/client"
-	"github.com/hooklane/hooklane/pull"
 	"github.com/hooklane/hooklane/router"
+	"github.com/hooklane/hooklane/router/pull"
 	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/tenant"
 )
 
 // clientGatedStore is the router's store with a suspended client's
@@ -14,7 +14,7 @@ import (
 // jobs instead of delivering them; reactivating the client releases them.
 type clientGatedStore struct {
 	router.Store
-	gate *client.Gate
+	gate *tenant.Gate
 }
 
 // SubscriptionGetByID reads a subscription, PAUSED while its client is
@@ -27,10 +27,10 @@ func (s clientGatedStore) SubscriptionGetByID(ctx context.Context, id string) (*
 // suspension gate of API.md §11.
 func clientGate(st interface {
 	router.Store
-	client.Getter
+	tenant.Getter
 }, subs router.Subscriptions,
-) (clientGatedStore, client.GatedSubscriptions) {
-	g := &client.Gate{Clients: st}
+) (clientGatedStore, tenant.GatedSubscriptions) {
+	g := &tenant.Gate{Clients: st}
 	return clientGatedStore{Store: st, gate: g}, g.Subscriptions(subs)
 }
 
@@ -38,7 +38,7 @@ func clientGate(st interface {
 // subscriptions read as PAUSED, so their pull jobs wait as push ones do.
 type pullGatedStore struct {
 	pull.Store
-	gate *client.Gate
+	gate *tenant.Gate
 }
 
 // SubscriptionGetByID reads a subscription, PAUSED while its client is
@@ -50,8 +50,8 @@ func (s pullGatedStore) SubscriptionGetByID(ctx context.Context, id string) (*su
 // pullClientGate wraps pull delivery's store with the suspension gate.
 func pullClientGate(st interface {
 	pull.Store
-	client.Getter
+	tenant.Getter
 },
 ) pullGatedStore {
-	return pullGatedStore{Store: st, gate: &client.Gate{Clients: st, TTL: -1}}
+	return pullGatedStore{Store: st, gate: &tenant.Gate{Clients: st, TTL: -1}}
 }

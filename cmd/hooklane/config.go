@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/api"
-	"github.com/hooklane/hooklane/secretbox"
-	"github.com/hooklane/hooklane/store/sqlitestore"
+	"github.com/hooklane/hooklane/storage/secretbox"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
 )
 
 // Config is every setting of `hooklane serve`. Each field is a flag and a

@@ -21,7 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/endpoint/endpointtest"
+	"github.com/hooklane/hooklane/destination/endpoint/endpointtest"
 )
 
 // The endpoint authentication tests (API.md §14) run the gateway in

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/hooklane/hooklane/metrics"
+	"github.com/hooklane/hooklane/api/metrics"
 	"github.com/hooklane/hooklane/router"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/store"

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/api"
-	"github.com/hooklane/hooklane/metrics"
+	"github.com/hooklane/hooklane/api/metrics"
 )
 
 // opsReadyTimeout bounds the readiness pings, as the API's /readyz does.

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hooklane/hooklane/router/webhook"
 	"github.com/hooklane/hooklane/subscription"
-	"github.com/hooklane/hooklane/webhook"
 )
 
 // receive runs a development webhook receiver: it prints every delivery,

@@ -17,30 +17,31 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hooklane/hooklane/api"
+	"github.com/hooklane/hooklane/api/ui"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/health"
-	"github.com/hooklane/hooklane/idgen"
+	"github.com/hooklane/hooklane/dispatch/health"
+	"github.com/hooklane/hooklane/dispatch/idgen"
+	"github.com/hooklane/hooklane/dispatch/pollers"
+	// Store is every storage port: what the gateway runs on.
+	"github.com/hooklane/hooklane/dispatch/pool"
 	"github.com/hooklane/hooklane/ingest"
-	"github.com/hooklane/hooklane/operational"
-	"github.com/hooklane/hooklane/pollers"
-	"github.com/hooklane/hooklane/pull"
+	"github.com/hooklane/hooklane/ingest/operational"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/queue/memqueue"
 	"github.com/hooklane/hooklane/queue/sqsqueue"
-	"github.com/hooklane/hooklane/replay"
 	"github.com/hooklane/hooklane/router"
+	"github.com/hooklane/hooklane/router/pull"
+	"github.com/hooklane/hooklane/router/webhook"
 	"github.com/hooklane/hooklane/schema"
-	"github.com/hooklane/hooklane/secretbox"
+	"github.com/hooklane/hooklane/storage/mongostore"
+	"github.com/hooklane/hooklane/storage/secretbox"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/store"
-	"github.com/hooklane/hooklane/store/mongostore"
-	"github.com/hooklane/hooklane/store/sqlitestore"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
-	"github.com/hooklane/hooklane/ui"
-	"github.com/hooklane/hooklane/webhook"
+	"github.com/hooklane/hooklane/subscription/replay"
 )
 
-// Store is every storage port: what the gateway runs on.
 type Store interface {
 	api.Store
 	replay.Store
@@ -132,15 +133,15 @@ func newLogger(cfg *Config, w io.Writer) *slog.Logger {
 
 // ensureDefaultPool creates the default dispatch pool on first start.
 func ensureDefaultPool(ctx context.Context, st Store, ids *idgen.Generator) error {
-	if _, err := st.PoolGetByCode(ctx, dispatch.DefaultPoolCode); err == nil {
+	if _, err := st.PoolGetByCode(ctx, pool.DefaultPoolCode); err == nil {
 		return nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("get default pool: %w", err)
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	p := &dispatch.Pool{
-		ID: ids.New(), Code: dispatch.DefaultPoolCode, Name: "Default pool", Burst: 1,
-		Concurrency: dispatch.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now,
+	p := &pool.Pool{
+		ID: ids.New(), Code: pool.DefaultPoolCode, Name: "Default pool", Burst: 1,
+		Concurrency: pool.DefaultPoolConcurrency, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := st.PoolInsert(ctx, p); err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("create default pool: %w", err)

@@ -99,11 +99,11 @@ var uiKeys = map[string]string{ //nolint:gochecknoglobals // test fixture
 	"admin": "ui-admin-key-0123456789", "viewer": "ui-viewer-key-0123456789",
 }
 
-// e2eDir is the browser tests' Node project (ui/e2e), with playwright-core
+// e2eDir is the browser tests' Node project (api/ui/e2e), with playwright-core
 // installed by scripts/install-ui-test-deps.sh.
 func e2eDir(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", "..", "ui", "e2e"))
+	dir, err := filepath.Abs(filepath.Join("..", "..", "api", "ui", "e2e"))
 	require.NoError(t, err)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err != nil {
 		t.Fatalf("playwright-core is not installed in %s: run scripts/install-ui-test-deps.sh (make test does)", dir)
@@ -122,7 +122,7 @@ func screenshotDir(t *testing.T) string {
 	return t.TempDir()
 }
 
-// runScenario runs one browser scenario (node ui/e2e/<name>.mjs) with a
+// runScenario runs one browser scenario (node api/ui/e2e/<name>.mjs) with a
 // bounded time, in its own process group (Chromium and its helpers are
 // killed with it), and fails the test unless it passed.
 func runScenario(t *testing.T, dir, name string, env map[string]string) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/clocktest"
+	"github.com/hooklane/hooklane/dispatch/clocktest"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/queue/memqueue"
 )

@@ -1,0 +1,44 @@
+package mongostore_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/storage/mongostore"
+	"github.com/hooklane/hooklane/store"
+)
+
+// commandCounter counts commands by name, safe for concurrent use.
+type commandCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *commandCounter) add(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[name]++
+}
+
+// take returns the counts so far and starts again from zero.
+func (c *commandCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.n
+	c.n = map[string]int{}
+	return out
+}
+
+func TestOnCommandFuncCountsEveryCommand(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	counter := &commandCounter{n: map[string]int{}}
+	s := env.open(t, env.newDatabase(t), func(cfg *mongostore.Config) { cfg.OnCommandFunc = counter.add })
+	require.NotEmpty(t, counter.take(), "Open's commands (ping, index creation) are counted")
+
+	_, err := s.PoolGetByCode(t.Context(), "no-such-pool")
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.Equal(t, map[string]int{"find": 1}, counter.take())
+}

@@ -1,0 +1,81 @@
+// Package pipelinetest assembles the embedded gateway's parts for the tests
+// of the packages above them: a SQLite store in a temporary directory, the
+// in-process queue, the schema registry, the subscription cache, the
+// job lifecycle and the ingest service, wired as cmd/hooklane wires them. No part
+// is a mock. Everything it opens is closed in tb.Cleanup.
+package pipelinetest
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/dispatch/idgen"
+	"github.com/hooklane/hooklane/dispatch/pool"
+	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/queue/memqueue"
+	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
+	"github.com/hooklane/hooklane/subscription"
+)
+
+// Config tunes a Pipeline. The zero value is the default.
+type Config struct {
+	// NowFunc is the clock of the ids, the enqueuer and the ingest service;
+	// nil is time.Now.
+	NowFunc func() time.Time
+	// DefaultPool creates the default dispatch pool, as the gateway does at
+	// start.
+	DefaultPool bool
+	// Circuit is the lifecycle's circuit policy; its Store is always the
+	// pipeline's store (the zero value: circuits kept but never opened, no
+	// auto-disable).
+	Circuit dispatch.CircuitPolicy
+}
+
+// Pipeline is the assembled parts.
+type Pipeline struct {
+	Store    *sqlitestore.Store
+	Queue    *memqueue.Queue
+	IDs      *idgen.Generator
+	Registry *schema.Registry
+	Subs     *subscription.Cache
+	// Jobs is the job lifecycle every part moves jobs through.
+	Jobs   *dispatch.Lifecycle
+	Ingest *ingest.Service
+}
+
+// New assembles a pipeline for tb.
+func New(tb testing.TB, cfg Config) *Pipeline {
+	tb.Helper()
+	now := cfg.NowFunc
+	if now == nil {
+		now = time.Now
+	}
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(tb.TempDir(), "hooklane.db")})
+	require.NoError(tb, err)
+	tb.Cleanup(func() { require.NoError(tb, st.Close()) })
+	q := memqueue.New(memqueue.Config{})
+	tb.Cleanup(func() { require.NoError(tb, q.Close()) })
+	ids := idgen.New(now)
+	if cfg.DefaultPool {
+		at := now().UTC().Truncate(time.Millisecond)
+		require.NoError(tb, st.PoolInsert(ctx, &pool.Pool{
+			ID: ids.New(), Code: pool.DefaultPoolCode, Name: "Default pool", Burst: 1,
+			Concurrency: pool.DefaultPoolConcurrency, CreatedAt: at, UpdatedAt: at,
+		}))
+	}
+	subs := subscription.NewCache(subscription.CacheConfig{Store: st})
+	tb.Cleanup(subs.Close)
+	registry := schema.NewRegistry(schema.RegistryConfig{Store: st})
+	circuit := cfg.Circuit
+	circuit.Store = st
+	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: st, Queue: q, NewID: ids.New, NowFunc: now, Circuit: circuit})
+	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Jobs: jobs, IDs: ids, NowFunc: now})
+	return &Pipeline{Store: st, Queue: q, IDs: ids, Registry: registry, Subs: subs, Jobs: jobs, Ingest: svc}
+}
