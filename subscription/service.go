@@ -124,6 +124,7 @@ func (s *Service) Check(ctx context.Context, sub *Subscription) error {
 // check is Check with problems found before it, extra, reported with the
 // subscription's own (a PATCH's stored secrets sent to a new place).
 func (s *Service) check(ctx context.Context, sub *Subscription, extra []FieldError) error {
+	sub.normalizeTransformation()
 	errs := append(sub.Validate(), extra...)
 	if sub.DispatchPoolID != nil && *sub.DispatchPoolID != "" {
 		_, err := s.cfg.Store.PoolGetByID(ctx, *sub.DispatchPoolID)
@@ -147,7 +148,7 @@ func (s *Service) check(ctx context.Context, sub *Subscription, extra []FieldErr
 		}
 	}
 	if len(errs) > 0 {
-		return &Rejection{Detail: "the subscription is invalid", Errors: errs}
+		return &Rejection{Detail: rejectionDetail(errs), Errors: errs}
 	}
 	return nil
 }
@@ -298,6 +299,7 @@ func (sub *Subscription) receives(code string) bool {
 func (s *Service) Patch(ctx context.Context, id string, merge func(*Subscription) error) (*Subscription, error) {
 	next, err := s.update(ctx, id, func(cur *Subscription) (*Subscription, error) {
 		next := *cur
+		next.Transformation = CloneTransformation(cur.Transformation) // the merge decodes into it
 		ep := beginEndpointPatch(&next)
 		if err := merge(&next); err != nil {
 			return nil, err

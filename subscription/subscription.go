@@ -57,6 +57,9 @@ type Subscription struct {
 	// TLS is the client certificate and CA of push deliveries to an https
 	// target (API.md §14); nil for the defaults. Its key is write-only.
 	TLS *endpoint.TLS `json:"tls"`
+	// Transformation reshapes each push delivery in JavaScript (API.md
+	// §16); nil for none.
+	Transformation *Transformation `json:"transformation"`
 	// Circuit is the subscription's circuit as the API shows it, set by the
 	// API before it answers; never stored. Nil renders a CLOSED circuit for
 	// a push subscription and null for a pull one (it has none).

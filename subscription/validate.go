@@ -178,7 +178,8 @@ func (s *Subscription) Validate() []FieldError {
 			add("/customConfig/"+strconv.Itoa(i)+"/key", "is required")
 		}
 	}
-	return append(errs, s.validateEndpoint()...) // auth and tls: validate_endpoint.go
+	errs = append(errs, s.validateEndpoint()...)       // auth and tls: validate_endpoint.go
+	return append(errs, s.validateTransformation()...) // transformation.go
 }
 
 // ValidateTargetURL checks the syntax of a webhook target: an absolute

@@ -43,9 +43,12 @@ type subscriptionDoc struct {
 	CustomConfig   []keyValueDoc `bson:"customConfig"`
 	Auth           *authDoc      `bson:"auth,omitempty"`
 	TLS            *tlsDoc       `bson:"tls,omitempty"`
-	Secrets        []secretDoc   `bson:"secrets"`
-	CreatedAt      time.Time     `bson:"createdAt"`
-	UpdatedAt      time.Time     `bson:"updatedAt"`
+	// Transformation is the subscription's JavaScript handler (API.md
+	// §16); absent for none.
+	Transformation *transformationDoc `bson:"transformation,omitempty"`
+	Secrets        []secretDoc        `bson:"secrets"`
+	CreatedAt      time.Time          `bson:"createdAt"`
+	UpdatedAt      time.Time          `bson:"updatedAt"`
 	// Version grows with every write (subscription.Subscription.Version);
 	// documents stored before it existed get 0 in prepare.
 	Version int64 `bson:"version"`
@@ -61,6 +64,26 @@ type filterDoc struct {
 	Op    string `bson:"op"`
 	// Value is the JSON operand, byte for byte.
 	Value []byte `bson:"value"`
+}
+
+// transformationDoc is a subscription.Transformation as stored.
+type transformationDoc struct {
+	Code    string `bson:"code"`
+	Enabled *bool  `bson:"enabled"`
+}
+
+func toTransformationDoc(t *subscription.Transformation) *transformationDoc {
+	if t == nil {
+		return nil
+	}
+	return &transformationDoc{Code: t.Code, Enabled: t.Enabled}
+}
+
+func (d *transformationDoc) asDomain() *subscription.Transformation {
+	if d == nil {
+		return nil
+	}
+	return &subscription.Transformation{Code: d.Code, Enabled: d.Enabled}
 }
 
 type secretDoc struct {
@@ -115,8 +138,9 @@ func toSubscriptionDoc(s *subscription.Subscription) *subscriptionDoc {
 		CustomConfig: mapSlice(s.CustomConfig, func(kv *subscription.KeyValue) keyValueDoc {
 			return keyValueDoc{Key: kv.Key, Value: kv.Value}
 		}),
-		Auth: toAuthDoc(s.Auth),
-		TLS:  toTLSDoc(s.TLS),
+		Auth:           toAuthDoc(s.Auth),
+		TLS:            toTLSDoc(s.TLS),
+		Transformation: toTransformationDoc(s.Transformation),
 		Secrets: mapSlice(s.Secrets, func(x *subscription.Secret) secretDoc {
 			return secretDoc{Value: x.Value, ExpiresAt: msPtr(x.ExpiresAt)}
 		}),
@@ -163,8 +187,9 @@ func (d *subscriptionDoc) asDomain() *subscription.Subscription {
 		CustomConfig: mapSlice(d.CustomConfig, func(kv *keyValueDoc) subscription.KeyValue {
 			return subscription.KeyValue{Key: kv.Key, Value: kv.Value}
 		}),
-		Auth: d.Auth.asDomain(),
-		TLS:  d.TLS.asDomain(),
+		Auth:           d.Auth.asDomain(),
+		TLS:            d.TLS.asDomain(),
+		Transformation: d.Transformation.asDomain(),
 		Secrets: mapSlice(d.Secrets, func(x *secretDoc) subscription.Secret {
 			return subscription.Secret{Value: x.Value, ExpiresAt: utcPtr(x.ExpiresAt)}
 		}),

@@ -89,6 +89,40 @@ func testSubscription(t *testing.T, newStore NewStoreFunc) {
 		require.ElementsMatch(t, []*subscription.Subscription{full, bare}, all)
 	})
 
+	t.Run("TransformationRoundTrip", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		on := b.newSubscription("on", nil)
+		on.Transformation = &subscription.Transformation{
+			Code: "function handler(webhook) {\n  webhook.payload = {text: `é ${webhook.eventType}`};\n  return webhook;\n}", Enabled: new(true),
+		}
+		off := b.newSubscription("off", nil)
+		off.Transformation = &subscription.Transformation{Code: "function handler(w) { return w }", Enabled: new(false)}
+		for _, s := range []*subscription.Subscription{on, off} {
+			require.NoError(t, b.store.SubscriptionInsert(b.ctx, s))
+			got, err := b.store.SubscriptionGetByID(b.ctx, s.ID)
+			require.NoError(t, err)
+			require.Equal(t, s, got, "the code and the enabled flag come back as written")
+		}
+
+		changed := *on
+		changed.Transformation = &subscription.Transformation{Code: "function handler(w) { w.cancel = true; return w }", Enabled: new(false)}
+		changed.UpdatedAt = baseTime().Add(time.Minute)
+		require.NoError(t, b.store.SubscriptionUpdate(b.ctx, &changed))
+		got, err := b.store.SubscriptionGetByID(b.ctx, on.ID)
+		require.NoError(t, err)
+		require.Equal(t, changed.Transformation, got.Transformation)
+
+		removed := *got
+		removed.Transformation = nil
+		removed.UpdatedAt = baseTime().Add(2 * time.Minute)
+		require.NoError(t, b.store.SubscriptionUpdate(b.ctx, &removed))
+		got, err = b.store.SubscriptionGetByID(b.ctx, on.ID)
+		require.NoError(t, err)
+		require.Nil(t, got.Transformation, "an update without a transformation removes it")
+		require.Equal(t, &removed, got)
+	})
+
 	t.Run("UniqueClientAndCode", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)
