@@ -29,6 +29,21 @@ const (
 	MaxInFlightDefault = 1024
 	// ReceiveWaitDefault is the long-poll wait of one receive call.
 	ReceiveWaitDefault = 5 * time.Second
+	// ReceiveVisibilityDefault is how long a received message stays
+	// invisible before the router extends it: the longest a message taken by
+	// a router that then died (kill -9) waits before another router
+	// receives it. A delivery in progress extends it every third of it.
+	ReceiveVisibilityDefault = 30 * time.Second
+	// ShutdownDrainDefault bounds how long Run, once its context has ended,
+	// lets the deliveries in flight finish before cancelling them.
+	ShutdownDrainDefault = 25 * time.Second
+	// heartbeatFloor is the shortest interval between two extensions of a
+	// held message's visibility.
+	heartbeatFloor = 100 * time.Millisecond
+	// finishTimeout bounds the bookkeeping after a delivery (recording its
+	// outcome, deleting or handing back its message), which runs even when
+	// the drain has cancelled the delivery itself.
+	finishTimeout = 10 * time.Second
 	// PoolBusyDelayDefault is the longest a message whose pool has no room
 	// left in this router stays invisible before it is received again; it
 	// comes back sooner when the pool's held work drains sooner (see
@@ -88,6 +103,13 @@ type Config struct {
 	// Lease is added to the delivery timeout to give a claim's length.
 	// Default LeaseDefault.
 	Lease time.Duration
+	// ReceiveVisibility is the visibility timeout the router receives
+	// with, extended (every third of it) while it holds the message.
+	// Default ReceiveVisibilityDefault.
+	ReceiveVisibility time.Duration
+	// ShutdownDrain bounds how long Run lets deliveries in flight finish
+	// once its context has ended. Default ShutdownDrainDefault.
+	ShutdownDrain time.Duration
 	// Receivers is the number of receiving goroutines. Default 2.
 	Receivers int
 	// MaxInFlight bounds concurrent deliveries. Default 1024.
@@ -128,6 +150,12 @@ func New(cfg Config) *Router {
 	if cfg.Lease <= 0 {
 		cfg.Lease = LeaseDefault
 	}
+	if cfg.ReceiveVisibility <= 0 {
+		cfg.ReceiveVisibility = ReceiveVisibilityDefault
+	}
+	if cfg.ShutdownDrain <= 0 {
+		cfg.ShutdownDrain = ShutdownDrainDefault
+	}
 	if cfg.Receivers <= 0 {
 		cfg.Receivers = ReceiversDefault
 	}
@@ -157,25 +185,49 @@ func New(cfg Config) *Router {
 	return r
 }
 
-// Run receives and delivers until ctx ends, then waits for the deliveries
-// in flight to finish (each is bounded by its timeout) and returns nil.
-// Jobs whose messages were received but not started are left to the queue's
-// visibility timeout and the pollers.
+// Run receives and delivers until ctx ends, then shuts down and returns
+// nil: it asks for no more messages, lets the receives already open finish
+// (a receive cancelled mid-poll could lose what the queue handed it to the
+// visibility timeout), hands every message received but not started back
+// to the queue at once (visibility 0), and lets the deliveries in flight
+// finish for at most ShutdownDrain; past it their contexts are cancelled
+// and their outcomes recorded (bounded by finishTimeout).
 func (r *Router) Run(ctx context.Context) error {
 	r.events = newEventCache(r.cfg.Store)
+	// work is what outlives ctx during the drain: open receives,
+	// deliveries in flight and the bookkeeping of the messages.
+	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
 	var recv sync.WaitGroup
 	for range r.cfg.Receivers {
 		recv.Go(func() {
-			r.receiveLoop(ctx)
+			r.receiveLoop(ctx, work)
 		})
 	}
-	recv.Wait()
-	r.wg.Wait()
+	<-ctx.Done()
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		recv.Wait() // no receive loop adds to r.wg after this
+		r.wg.Wait()
+	}()
+	drain := time.NewTimer(r.cfg.ShutdownDrain)
+	defer drain.Stop()
+	select {
+	case <-drained:
+	case <-drain.C:
+		r.cfg.Logger.WarnContext(work, "shutdown drain over: deliveries in flight cancelled", "drain", r.cfg.ShutdownDrain)
+		stopWork()
+		<-drained
+	}
 	r.events.close()
 	return nil
 }
 
-func (r *Router) receiveLoop(ctx context.Context) {
+// receiveLoop receives until ctx ends. Its receives run under work, so one
+// open when ctx ends returns what the queue gave it, which runGroup hands
+// back at once.
+func (r *Router) receiveLoop(ctx, work context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		// Take capacity before receiving, so a full router does not hold
@@ -198,11 +250,20 @@ func (r *Router) receiveLoop(ctx context.Context) {
 				return
 			}
 		}
-		msgs, err := r.cfg.Queue.Receive(ctx, queue.ReceiveParams{
-			Max: free, Wait: r.cfg.ReceiveWait, Visibility: r.cfg.Lease,
+		msgs, err := r.cfg.Queue.Receive(work, queue.ReceiveParams{
+			Max: free, Wait: r.cfg.ReceiveWait, Visibility: r.cfg.ReceiveVisibility,
 		})
 		for range free - len(msgs) {
 			<-r.inFlight
+		}
+		// An SQS FIFO receive may return several messages of one group;
+		// they run one after another, in order, never side by side. What
+		// a failed receive returned is held all the same (and handed back
+		// at once when shutting down).
+		for _, run := range byGroup(msgs) {
+			r.wg.Go(func() {
+				r.runGroup(ctx, work, run)
+			})
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -218,13 +279,6 @@ func (r *Router) receiveLoop(ctx context.Context) {
 			continue
 		}
 		backoff = 100 * time.Millisecond
-		// An SQS FIFO receive may return several messages of one group;
-		// they run one after another, in order, never side by side.
-		for _, run := range byGroup(msgs) {
-			r.wg.Go(func() {
-				r.runGroup(ctx, run)
-			})
-		}
 	}
 }
 
@@ -254,30 +308,38 @@ func byGroup(msgs []queue.Message) [][]queue.Message {
 // by it, any later message of the group. When a message is left to its
 // visibility timeout or put back, the messages after it are returned to the
 // queue at once: they must not overtake it, and the queue hands them out
-// again only after it.
-func (r *Router) runGroup(ctx context.Context, msgs []queue.Message) {
-	hb := newHeartbeat(msgs)
-	hctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+// again only after it. When ctx ends (shutdown) the messages not started are
+// handed back at once; the one being delivered finishes under work.
+func (r *Router) runGroup(ctx, work context.Context, msgs []queue.Message) {
+	h := newHeldRun(msgs)
+	hctx, stop := context.WithCancel(work)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.heartbeat(hctx, hb)
+		r.heartbeat(ctx, work, hctx, h)
 	}()
 	defer func() {
 		stop()
 		<-done
 	}()
 	for i, m := range msgs {
+		if ctx.Err() != nil {
+			r.handBack(work, h.release())
+		}
+		if !h.begin() {
+			// Shutting down: msgs[i:] were handed back.
+			for range msgs[i:] {
+				<-r.inFlight
+			}
+			return
+		}
 		// A delivery that has started finishes even when ctx ends
-		// (shutdown), bounded by its own timeout.
-		handled, busy := r.handle(context.WithoutCancel(ctx), ctx, m)
-		hb.finish()
+		// (shutdown), bounded by its own timeout and the drain.
+		handled, busy := r.handle(work, ctx, m)
+		h.finish()
 		if !handled {
-			for _, rest := range msgs[i+1:] {
-				hb.finish()
-				if err := r.cfg.Queue.ChangeVisibility(context.WithoutCancel(ctx), rest.ReceiptHandle, 0); err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
-					r.cfg.Logger.WarnContext(ctx, "queue change visibility failed", "error", err)
-				}
+			r.handBack(work, h.release())
+			for range msgs[i+1:] {
 				<-r.inFlight
 			}
 		}
@@ -295,48 +357,100 @@ func (r *Router) runGroup(ctx context.Context, msgs []queue.Message) {
 	}
 }
 
-// heartbeatState is the part of a run still held: its messages not yet
-// handled, in order.
-type heartbeatState struct {
+// handBack makes msgs receivable again at once.
+func (r *Router) handBack(ctx context.Context, msgs []queue.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	for _, m := range msgs {
+		if err := r.cfg.Queue.ChangeVisibility(ctx, m.ReceiptHandle, 0); err != nil && !errors.Is(err, queue.ErrInvalidReceipt) {
+			r.cfg.Logger.WarnContext(ctx, "queue change visibility failed", "error", err)
+		}
+	}
+}
+
+// heldRun is the part of a run still held: its messages not yet handled,
+// in order, the first of them maybe being handled.
+type heldRun struct {
 	mu      sync.Mutex
 	pending []queue.Message
+	// started is whether pending[0] is being handled.
+	started bool
+	// released is set once the messages not started were given up: none
+	// of them may start any more.
+	released bool
 }
 
-func newHeartbeat(msgs []queue.Message) *heartbeatState {
-	return &heartbeatState{pending: append([]queue.Message(nil), msgs...)}
+func newHeldRun(msgs []queue.Message) *heldRun {
+	return &heldRun{pending: append([]queue.Message(nil), msgs...)}
 }
 
-// finish drops the first held message.
-func (h *heartbeatState) finish() {
+// begin starts the first held message; false when the run was released.
+func (h *heldRun) begin() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.released || len(h.pending) == 0 {
+		return false
+	}
+	h.started = true
+	return true
+}
+
+// finish drops the first held message, handled.
+func (h *heldRun) finish() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.pending) > 0 {
 		h.pending = h.pending[1:]
 	}
+	h.started = false
 }
 
-func (h *heartbeatState) held() []queue.Message {
+// release gives up the held messages not started and returns them, each
+// once; the one being handled (if any) stays held until it finishes.
+func (h *heldRun) release() []queue.Message {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.released = true
+	keep := 0
+	if h.started && len(h.pending) > 0 {
+		keep = 1
+	}
+	out := append([]queue.Message(nil), h.pending[keep:]...)
+	h.pending = h.pending[:keep]
+	return out
+}
+
+func (h *heldRun) held() []queue.Message {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]queue.Message(nil), h.pending...)
 }
 
-// heartbeat extends the visibility of the held messages every third of the
-// lease until ctx ends, so a long delivery (or a long wait for a pool slot)
-// never lets the queue hand a held message to another consumer.
-func (r *Router) heartbeat(ctx context.Context, h *heartbeatState) {
-	every := max(r.cfg.Lease/3, 500*time.Millisecond)
+// heartbeat extends the visibility of the held messages by ReceiveVisibility
+// every third of it until hctx ends, so a long delivery (or a long wait for
+// a pool slot) never lets the queue hand a held message to another consumer.
+// When ctx ends (shutdown) it hands back at once the messages not started.
+func (r *Router) heartbeat(ctx, work, hctx context.Context, h *heldRun) {
+	every := max(r.cfg.ReceiveVisibility/3, heartbeatFloor)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	shutdown := ctx.Done()
 	for {
 		select {
-		case <-ctx.Done():
+		case <-hctx.Done():
 			return
+		case <-shutdown:
+			shutdown = nil
+			r.handBack(work, h.release())
+			continue
 		case <-t.C:
 		}
 		for _, m := range h.held() {
-			if err := r.cfg.Queue.ChangeVisibility(ctx, m.ReceiptHandle, r.cfg.Lease); err != nil && ctx.Err() == nil && !errors.Is(err, queue.ErrInvalidReceipt) {
-				r.cfg.Logger.WarnContext(ctx, "extend message visibility failed", "error", err)
+			if err := r.cfg.Queue.ChangeVisibility(hctx, m.ReceiptHandle, r.cfg.ReceiveVisibility); err != nil && hctx.Err() == nil && !errors.Is(err, queue.ErrInvalidReceipt) {
+				r.cfg.Logger.WarnContext(hctx, "extend message visibility failed", "error", err)
 			}
 		}
 	}
@@ -401,6 +515,9 @@ func (r *Router) handle(ctx, runCtx context.Context, m queue.Message) (bool, poo
 	if err != nil {
 		log.ErrorContext(ctx, "job processing failed", "error", err)
 	}
+	// The message's fate is settled even when the drain has cancelled ctx.
+	ctx, cancel := finishing(ctx)
+	defer cancel()
 	switch {
 	case disp == retryLater && runCtx.Err() == nil:
 		log.DebugContext(ctx, "write refused, job unchanged: message kept", "receive_count", m.ReceiveCount)
@@ -499,7 +616,9 @@ func (r *Router) process(ctx, runCtx context.Context, msg dispatch.MessageConten
 	}
 	if err := pool.Acquire(runCtx); err != nil {
 		// Shutting down before a slot freed: hand the job back at once.
-		if err := r.cfg.Lifecycle.HandBack(ctx, job, "router shutting down"); err != nil {
+		fctx, cancel := finishing(ctx)
+		defer cancel()
+		if err := r.cfg.Lifecycle.HandBack(fctx, job, "router shutting down"); err != nil {
 			return leave, err
 		}
 		return drop, nil
@@ -509,9 +628,18 @@ func (r *Router) process(ctx, runCtx context.Context, msg dispatch.MessageConten
 	started := time.Now()
 	out := r.cfg.Transport.Deliver(ctx, d)
 	pool.Release(time.Since(started))
-	disp, err := r.record(ctx, job, out)
+	// The outcome is recorded even when the drain cancelled the delivery.
+	fctx, cancel := finishing(ctx)
+	defer cancel()
+	disp, err := r.record(fctx, job, out)
 	endAttempt(span, out, err)
 	return disp, err
+}
+
+// finishing returns a context for the bookkeeping of a message or job that
+// ctx's end must not cut short, bounded by finishTimeout.
+func finishing(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 }
 
 // record hands an outcome to the lifecycle and says what becomes of the
