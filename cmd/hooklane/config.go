@@ -106,6 +106,13 @@ type Config struct {
 	// Lease is how long a worker's claim lasts beyond the delivery timeout.
 	// Default 2m.
 	Lease time.Duration
+	// ReceiveVisibility is the visibility timeout the router receives
+	// with, extended while a delivery of the message runs: the longest a
+	// message taken by a killed instance stays invisible. Default 30s.
+	ReceiveVisibility time.Duration
+	// ShutdownDrain bounds how long a stopping router lets its deliveries
+	// in flight finish before cancelling them. Default 25s.
+	ShutdownDrain time.Duration
 	// MaxEventBytes is the largest single event. Default 1 MiB.
 	MaxEventBytes int64
 	// MaxRequestBytes is the largest ingest request. Default 10 MiB.
@@ -301,6 +308,8 @@ func settings(c *Config) []setting {
 		{"event-retention", "HOOKLANE_EVENT_RETENTION", "168h", "how long events are kept (longer while a job of theirs is unfinished)", dur(&c.EventRetention)},
 		{"retention-poll-interval", "HOOKLANE_RETENTION_POLL_INTERVAL", "1m", "period of the retention pollers (status events, jobs, events)", dur(&c.RetentionPollInterval)},
 		{"lease", "HOOKLANE_LEASE", "2m", "how long a worker's claim on a job lasts", dur(&c.Lease)},
+		{"receive-visibility", "HOOKLANE_RECEIVE_VISIBILITY", "30s", "visibility timeout of a received message, extended while its delivery runs: the longest a message taken by a killed instance waits", dur(&c.ReceiveVisibility)},
+		{"shutdown-drain", "HOOKLANE_SHUTDOWN_DRAIN", "25s", "how long a stopping router lets deliveries in flight finish before cancelling them", dur(&c.ShutdownDrain)},
 		{"max-event-bytes", "HOOKLANE_MAX_EVENT_BYTES", "1048576", "largest single event", i64(&c.MaxEventBytes)},
 		{"max-request-bytes", "HOOKLANE_MAX_REQUEST_BYTES", "10485760", "largest ingest request", i64(&c.MaxRequestBytes)},
 		{"max-batch", "HOOKLANE_MAX_BATCH", "1000", "most events in one batch", integer(&c.MaxBatch)},

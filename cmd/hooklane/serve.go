@@ -334,6 +334,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		rt := router.New(router.Config{
 			Queue: mq, Store: rstore, Subscriptions: rsubs, Lifecycle: jobs, Pools: pools, Transport: router.Transports{"http": hooks, "https": hooks}, WorkerID: workerID(),
 			Lease: cfg.Lease, MaxInFlight: cfg.RouterConcurrency, Logger: logger, OnAttemptFunc: m.ObserveAttempt,
+			ReceiveVisibility: cfg.ReceiveVisibility, ShutdownDrain: cfg.ShutdownDrain,
 			TracerProvider: tracer,
 		})
 		g.Go(func() error { return rt.Run(ctx) })
