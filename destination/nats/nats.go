@@ -22,6 +22,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -167,6 +168,9 @@ func (Type) Open(ctx context.Context, cfg destination.Config, o *destination.Ope
 		opts = append(opts, nats.Secure(&tls.Config{MinVersion: tls.VersionTLS12}))
 	}
 	nc, err := nats.Connect(c.URL, opts...)
+	if errors.Is(err, nats.ErrTimeout) {
+		return nil, fmt.Errorf("connect to %s: %w (%w)", c.u.Host, err, context.DeadlineExceeded)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", c.u.Host, err)
 	}

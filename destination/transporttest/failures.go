@@ -88,6 +88,7 @@ func testTimeout(t *testing.T, h *Harness) {
 	start := time.Now()
 	pe := b.publishFails(t, d, message(t, h, event("ev-timeout", "x"), "job-timeout", "", false), time.Minute)
 	require.Less(t, time.Since(start), bound+3*time.Second, "the publish timeout bounds the attempt")
+	require.True(t, pe.Timeout, "the attempt ran out of time: %v", pe)
 	requireNoSecret(t, secret, pe.Error(), b.logText())
 }
 
