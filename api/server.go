@@ -19,6 +19,7 @@ import (
 	"github.com/hooklane/hooklane/dispatch/health"
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/dispatch/pool"
+	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/ingest/task"
 	"github.com/hooklane/hooklane/router/pull"
@@ -35,7 +36,7 @@ const adminBodyLimit = 4 << 20
 
 // Store is what the API needs of the store: every port it reads or writes.
 type Store interface {
-	ingest.Store
+	event.Store
 	dispatch.Store
 	pool.Store
 	dispatch.CircuitStore

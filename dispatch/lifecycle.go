@@ -15,6 +15,7 @@ import (
 
 // LifecycleStore is what the lifecycle verbs need of the store.
 type LifecycleStore interface {
+	EventIngest(ctx context.Context, p *EventIngestParams) ([]EventIngestResult, error)
 	JobInsertMany(ctx context.Context, p *JobInsertManyParams) error
 	JobGetByID(ctx context.Context, id string) (*Job, error)
 	JobUpdate(ctx context.Context, p *JobUpdateParams) error
@@ -232,6 +233,17 @@ func (lc *Lifecycle) Send(ctx context.Context, jobs []*Job, events ...*event.Eve
 		return 0, nil
 	}
 	return lc.enq.Enqueue(ctx, push, events...)
+}
+
+// Ingest stores accepted events with the jobs their acceptance creates and
+// those jobs' status events (Store.EventIngest): the ingest half of job
+// creation, as Insert is the rest.
+func (lc *Lifecycle) Ingest(ctx context.Context, p *EventIngestParams) ([]EventIngestResult, error) {
+	res, err := lc.cfg.Store.EventIngest(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("ingest events: %w", err)
+	}
+	return res, nil
 }
 
 // Insert stores new jobs with their creation status events (see

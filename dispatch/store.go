@@ -14,6 +14,15 @@ import (
 // uniqueness or version clash, store.ErrUnavailable when the database cannot
 // be reached.
 type Store interface {
+	// EventIngest stores events with their jobs and status events. For each
+	// item: when an event with the same DedupKey is stored, nothing of the
+	// item is written and its result is a duplicate naming the stored
+	// event; otherwise the event, its jobs and its status events are
+	// written, and the event is marked fanned out. Results match p.Items.
+	// Adapters that cannot write an item atomically write the event first
+	// and mark it fanned out last, so a crash leaves it for fan-out
+	// recovery.
+	EventIngest(ctx context.Context, p *EventIngestParams) ([]EventIngestResult, error)
 	// JobInsertMany stores jobs, and with them the status events describing
 	// their creation. It is idempotent: a job whose id is already stored is
 	// left as it is, and its status events are not written again.

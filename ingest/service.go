@@ -37,6 +37,9 @@ type Matcher interface {
 
 // Jobs is what ingest needs of the job lifecycle (*dispatch.Lifecycle).
 type Jobs interface {
+	// Ingest stores accepted events with their jobs and status events
+	// (dispatch.Store.EventIngest's rules).
+	Ingest(ctx context.Context, p *dispatch.EventIngestParams) ([]dispatch.EventIngestResult, error)
 	// Insert stores jobs with their creation status events and extra
 	// status events, idempotently.
 	Insert(ctx context.Context, jobs []*dispatch.Job, extra ...stream.Event) error
@@ -49,7 +52,6 @@ type Jobs interface {
 
 // ServiceStore is what the service needs of the store.
 type ServiceStore interface {
-	EventIngest(ctx context.Context, p *EventIngestParams) ([]EventIngestResult, error)
 	EventGetByID(ctx context.Context, id string) (*event.Event, error)
 	EventMarkFannedOut(ctx context.Context, ids []string, at time.Time) error
 	JobListByEvent(ctx context.Context, eventID string) ([]*dispatch.Job, error)
@@ -236,7 +238,7 @@ func (s *Service) report(ctx context.Context, req *Request, results []Result, er
 func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 	now := s.cfg.NowFunc().UTC().Truncate(time.Millisecond)
 	results := make([]Result, len(req.Events))
-	items := make([]EventIngestItem, len(req.Events))
+	items := make([]dispatch.EventIngestItem, len(req.Events))
 	var violations []Violation
 	for i := range req.Events {
 		ev := &req.Events[i]
@@ -287,7 +289,7 @@ func (s *Service) ingest(ctx context.Context, req *Request) ([]Result, error) {
 		return nil, unprocessable(detail, violations...)
 	}
 	sctx, span := s.startChild(ctx, "ingest.store")
-	outcomes, err := s.cfg.Store.EventIngest(sctx, &EventIngestParams{Items: items})
+	outcomes, err := s.cfg.Jobs.Ingest(sctx, &dispatch.EventIngestParams{Items: items})
 	endChild(span, err)
 	if err != nil {
 		return nil, fmt.Errorf("store events: %w", err)
@@ -402,14 +404,14 @@ func (s *Service) FanOut(ctx context.Context, ev *event.Event) (int, error) {
 }
 
 // buildItem creates the jobs and status events of an accepted event.
-func (s *Service) buildItem(ev *event.Event, subs []*subscription.Subscription, now time.Time) EventIngestItem {
+func (s *Service) buildItem(ev *event.Event, subs []*subscription.Subscription, now time.Time) dispatch.EventIngestItem {
 	jobs := s.buildJobs(ev, subs, now)
 	events := make([]stream.Event, 0, 1+2*len(jobs))
 	events = append(events, s.acceptedEvent(ev, subs, now))
 	for _, j := range jobs {
 		events = append(events, s.cfg.Jobs.CreationEvents(j, now)...)
 	}
-	return EventIngestItem{Event: ev, Jobs: jobs, StatusEvents: events}
+	return dispatch.EventIngestItem{Event: ev, Jobs: jobs, StatusEvents: events}
 }
 
 // buildJobs creates the jobs of an event for the subscriptions it matched.

@@ -58,11 +58,11 @@ func (b *serviceBundle) firstWrite(t *testing.T, id string, withJob bool) (*even
 	now := b.clock.Now()
 	stored := &event.Event{ID: id, ReceivedAt: now, DedupKey: ingest.DedupKey(&ev), Event: ev}
 	job := dispatch.NewEventJob(stored, b.sub.JobSettings(), now)
-	item := ingest.EventIngestItem{Event: stored}
+	item := dispatch.EventIngestItem{Event: stored}
 	if withJob {
 		item.Jobs = []*dispatch.Job{job}
 	}
-	_, err := b.store.EventIngest(context.Background(), &ingest.EventIngestParams{Items: []ingest.EventIngestItem{item}})
+	_, err := b.store.EventIngest(context.Background(), &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{item}})
 	require.NoError(t, err)
 	return stored, job
 }

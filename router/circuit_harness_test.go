@@ -23,12 +23,9 @@ import (
 	"github.com/hooklane/hooklane/dispatch/clocktest"
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/dispatch/pollers"
-	// circuitStore is what the circuit tests use of a store: both adapters
-	// implement it.
 	"github.com/hooklane/hooklane/dispatch/pool"
 	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
-	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/queue/memqueue"
 	"github.com/hooklane/hooklane/router"
 	"github.com/hooklane/hooklane/router/webhook"
@@ -38,6 +35,8 @@ import (
 	"github.com/hooklane/hooklane/subscription"
 )
 
+// circuitStore is what the circuit tests use of a store: both adapters
+// implement it.
 type circuitStore interface {
 	dispatch.LifecycleStore
 	dispatch.CircuitStore
@@ -47,7 +46,7 @@ type circuitStore interface {
 	SubscriptionInsert(ctx context.Context, s *subscription.Subscription) error
 	SubscriptionUpdate(ctx context.Context, s *subscription.Subscription) error
 	subscription.CacheStore
-	EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([]ingest.EventIngestResult, error)
+	EventIngest(ctx context.Context, p *dispatch.EventIngestParams) ([]dispatch.EventIngestResult, error)
 	StatusEventListBySubject(ctx context.Context, subject string) ([]stream.Event, error)
 }
 
@@ -296,7 +295,7 @@ func (r *rig) event(group string, seq int) *event.Event {
 func (r *rig) eventFor(t *testing.T, i int) *event.Event {
 	t.Helper()
 	ev := r.event("race", i)
-	_, err := r.st.EventIngest(context.Background(), &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: ev}}})
+	_, err := r.st.EventIngest(context.Background(), &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{{Event: ev}}})
 	require.NoError(t, err)
 	return ev
 }
@@ -320,15 +319,15 @@ func (r *rig) waitKind(ev dispatch.CircuitEvent, n int64) {
 func (r *rig) post(group string, seqs ...int) []*dispatch.Job {
 	r.t.Helper()
 	ctx := context.Background()
-	var items []ingest.EventIngestItem
+	var items []dispatch.EventIngestItem
 	var jobs []*dispatch.Job
 	for _, seq := range seqs {
 		ev := r.event(group, seq)
 		j := dispatch.NewEventJob(ev, r.sub.JobSettings(), r.clock.Now())
-		items = append(items, ingest.EventIngestItem{Event: ev, Jobs: []*dispatch.Job{j}})
+		items = append(items, dispatch.EventIngestItem{Event: ev, Jobs: []*dispatch.Job{j}})
 		jobs = append(jobs, j)
 	}
-	_, err := r.st.EventIngest(ctx, &ingest.EventIngestParams{Items: items})
+	_, err := r.st.EventIngest(ctx, &dispatch.EventIngestParams{Items: items})
 	require.NoError(r.t, err)
 	_, err = r.lcs[0].Send(ctx, jobs)
 	require.NoError(r.t, err)

@@ -15,7 +15,6 @@ import (
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
-	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/subscription"
 )
 
@@ -64,7 +63,7 @@ func TestPausedSubscriptionWaitsThenResumes(t *testing.T) {
 		TimeoutSeconds: 5, MaxAgeSeconds: 3600, Retry: sub.Retry, Status: dispatch.StatusQueued, MaxAttempts: sub.Retry.MaxAttempts,
 		Attempts: []dispatch.Attempt{}, CreatedAt: now, UpdatedAt: now, Version: 1,
 	}
-	_, err := g.st.EventIngest(ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: ev, Jobs: []*dispatch.Job{j}}}})
+	_, err := g.st.EventIngest(ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{{Event: ev, Jobs: []*dispatch.Job{j}}}})
 	require.NoError(t, err)
 	_, err = g.jobs.Send(ctx, []*dispatch.Job{j})
 	require.NoError(t, err)

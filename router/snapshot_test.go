@@ -16,7 +16,6 @@ import (
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
-	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/queue"
 	"github.com/hooklane/hooklane/subscription"
 )
@@ -44,7 +43,7 @@ func snapshotFixture(t *testing.T, g *gw, code, target string) (*dispatch.Job, *
 		DispatchPoolID: g.def.ID, TimeoutSeconds: 5, MaxAgeSeconds: 3600, Retry: sub.Retry, Status: dispatch.StatusQueued,
 		MaxAttempts: sub.Retry.MaxAttempts, Attempts: []dispatch.Attempt{}, CreatedAt: now, UpdatedAt: now,
 	}
-	_, err := g.st.EventIngest(ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: ev, Jobs: []*dispatch.Job{j}}}})
+	_, err := g.st.EventIngest(ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{{Event: ev, Jobs: []*dispatch.Job{j}}}})
 	require.NoError(t, err)
 	return j, ev
 }

@@ -25,7 +25,6 @@ import (
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/dispatch/pollers"
-	// Trace context of the producer in the tracing tests.
 	"github.com/hooklane/hooklane/dispatch/pool"
 	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/ingest"
@@ -39,6 +38,7 @@ import (
 	"github.com/hooklane/hooklane/subscription"
 )
 
+// Trace context of the producer in the tracing tests.
 const (
 	producerTraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	eventParent     = "00f067aa0ba902b7"

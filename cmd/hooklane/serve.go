@@ -22,7 +22,6 @@ import (
 	"github.com/hooklane/hooklane/dispatch/health"
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/dispatch/pollers"
-	// Store is every storage port: what the gateway runs on.
 	"github.com/hooklane/hooklane/dispatch/pool"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/ingest/operational"
@@ -42,6 +41,7 @@ import (
 	"github.com/hooklane/hooklane/subscription/replay"
 )
 
+// Store is every storage port: what the gateway runs on.
 type Store interface {
 	api.Store
 	replay.Store
@@ -555,7 +555,7 @@ func (s notifyingStore) SubscriptionDisable(ctx context.Context, p *dispatch.Sub
 	return changed, err
 }
 
-func (s notifyingStore) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([]ingest.EventIngestResult, error) {
+func (s notifyingStore) EventIngest(ctx context.Context, p *dispatch.EventIngestParams) ([]dispatch.EventIngestResult, error) {
 	res, err := s.Store.EventIngest(ctx, p)
 	if err == nil {
 		s.hub.Notify()

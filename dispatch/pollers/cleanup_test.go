@@ -14,7 +14,6 @@ import (
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
-	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/store"
 )
@@ -63,7 +62,7 @@ func (f *cleanupFixture) ingest(age time.Duration, status dispatch.Status, jobAg
 	if status == dispatch.StatusCompleted {
 		job.CompletedAt = &updated
 	}
-	res, err := f.st.EventIngest(f.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: ev, Jobs: []*dispatch.Job{job}}}})
+	res, err := f.st.EventIngest(f.ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{{Event: ev, Jobs: []*dispatch.Job{job}}}})
 	require.NoError(f.t, err)
 	require.False(f.t, res[0].Duplicate)
 	job.Version = 1

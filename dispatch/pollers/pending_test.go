@@ -61,6 +61,10 @@ func (s *pendingStore) JobUpdate(context.Context, *dispatch.JobUpdateParams) err
 
 // The rest of dispatch.LifecycleStore, unused by QueueDue.
 
+func (s *pendingStore) EventIngest(context.Context, *dispatch.EventIngestParams) ([]dispatch.EventIngestResult, error) {
+	return nil, store.ErrUnavailable
+}
+
 func (s *pendingStore) JobInsertMany(context.Context, *dispatch.JobInsertManyParams) error {
 	return nil
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
-	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/storage/mongostore"
 	"github.com/hooklane/hooklane/store"
@@ -102,7 +101,7 @@ func TestServerLossIsUnavailable(t *testing.T) {
 	require.ErrorIs(t, s.Ping(b.ctx), store.ErrUnavailable)
 	_, err = s.JobGetByID(b.ctx, job.ID)
 	require.ErrorIs(t, err, store.ErrUnavailable)
-	_, err = s.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: b.newEvent()}}})
+	_, err = s.EventIngest(b.ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{{Event: b.newEvent()}}})
 	require.ErrorIs(t, err, store.ErrUnavailable)
 }
 
@@ -114,13 +113,13 @@ func TestOpenTwiceSharesIndexes(t *testing.T) {
 	second := b.env.open(t, db, nil) // creates the same indexes again
 
 	ev := b.newEvent()
-	_, err := first.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: ev}}})
+	_, err := first.EventIngest(b.ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{{Event: ev}}})
 	require.NoError(t, err)
 	dup := b.newEvent()
 	dup.DedupKey = ev.DedupKey
-	res, err := second.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: dup}}})
+	res, err := second.EventIngest(b.ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{{Event: dup}}})
 	require.NoError(t, err)
-	require.Equal(t, []ingest.EventIngestResult{{Duplicate: true, ExistingID: ev.ID}}, res)
+	require.Equal(t, []dispatch.EventIngestResult{{Duplicate: true, ExistingID: ev.ID}}, res)
 }
 
 func TestEventIngestRepeatedCallWritesNothingTwice(t *testing.T) {
@@ -131,15 +130,15 @@ func TestEventIngestRepeatedCallWritesNothingTwice(t *testing.T) {
 	ev := b.newEvent()
 	job := b.newJob(ev.ID)
 	se := job.StatusEvent(b.ids.New(), stream.TypeDispatchCreated, baseTime())
-	p := &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: ev, Jobs: []*dispatch.Job{job}, StatusEvents: []stream.Event{se}}}}
+	p := &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{{Event: ev, Jobs: []*dispatch.Job{job}, StatusEvents: []stream.Event{se}}}}
 	res, err := s.EventIngest(b.ctx, p)
 	require.NoError(t, err)
-	require.Equal(t, []ingest.EventIngestResult{{}}, res)
+	require.Equal(t, []dispatch.EventIngestResult{{}}, res)
 
 	// A client retrying the same request: the event is its own duplicate.
 	res, err = s.EventIngest(b.ctx, p)
 	require.NoError(t, err)
-	require.Equal(t, []ingest.EventIngestResult{{Duplicate: true, ExistingID: ev.ID}}, res)
+	require.Equal(t, []dispatch.EventIngestResult{{Duplicate: true, ExistingID: ev.ID}}, res)
 	jobs, err := s.JobListByEvent(b.ctx, ev.ID)
 	require.NoError(t, err)
 	require.Len(t, jobs, 1)
@@ -152,7 +151,7 @@ func TestEventListExtNameIsNotAFieldPath(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	s := b.env.open(t, b.env.newDatabase(t), nil)
-	_, err := s.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: b.newEvent()}}})
+	_, err := s.EventIngest(b.ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{{Event: b.newEvent()}}})
 	require.NoError(t, err)
 
 	for _, name := range []string{"$where", "tenant.x", ""} {
@@ -267,7 +266,7 @@ func TestMapKeysThatAreNotFieldNames(t *testing.T) {
 	// Ingest refuses such extension names; the store still keeps them.
 	ev := b.newEvent()
 	ev.Event.Extensions = map[string]any{"a.b": "x", "$c": "y", "tenant": "acme"}
-	_, err = s.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: ev}}})
+	_, err = s.EventIngest(b.ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{{Event: ev}}})
 	require.NoError(t, err)
 	gotEv, err := s.EventGetByID(b.ctx, ev.ID)
 	require.NoError(t, err)

@@ -8,8 +8,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/event"
-	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/store"
 )
 
@@ -30,7 +30,7 @@ func validExtName(name string) bool {
 }
 
 // EventIngest stores events with their jobs and status events; see
-// ingest.Store. Without a transaction it writes, in order: the new events
+// dispatch.Store. Without a transaction it writes, in order: the new events
 // (one unordered insert; a duplicate dedupKey marks its item a duplicate),
 // the jobs of the new events (a job id already stored is skipped, so a
 // repeated call is harmless), their status events (likewise), and last the
@@ -39,11 +39,11 @@ func validExtName(name string) bool {
 // writes are shared with concurrent calls (group commits): under load one
 // command carries the jobs, status events or markers of many requests,
 // each caller going on only once the command carrying its own is done.
-func (s *Store) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([]ingest.EventIngestResult, error) {
+func (s *Store) EventIngest(ctx context.Context, p *dispatch.EventIngestParams) ([]dispatch.EventIngestResult, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	results := make([]ingest.EventIngestResult, len(p.Items))
+	results := make([]dispatch.EventIngestResult, len(p.Items))
 	firstOf := make(map[string]int, len(p.Items)) // dedup key → first item with it
 	laterOf := make(map[int]int)                  // later item → first item with its key
 	docs := make([]any, 0, len(p.Items))
@@ -74,7 +74,7 @@ func (s *Store) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([
 		if !results[first].Duplicate {
 			existing = p.Items[first].Event.ID
 		}
-		results[later] = ingest.EventIngestResult{Duplicate: true, ExistingID: existing}
+		results[later] = dispatch.EventIngestResult{Duplicate: true, ExistingID: existing}
 	}
 
 	var jobs []any
@@ -119,7 +119,7 @@ func (s *Store) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([
 // resolveDuplicates fills the results of the items whose insert was refused
 // (dups, indexes into the inserted docs) with the id of the stored event
 // holding their dedup key.
-func (s *Store) resolveDuplicates(ctx context.Context, items []ingest.EventIngestItem, dups map[int]bool, docItem []int, results []ingest.EventIngestResult) error {
+func (s *Store) resolveDuplicates(ctx context.Context, items []dispatch.EventIngestItem, dups map[int]bool, docItem []int, results []dispatch.EventIngestResult) error {
 	if len(dups) == 0 {
 		return nil
 	}
@@ -149,7 +149,7 @@ func (s *Store) resolveDuplicates(ctx context.Context, items []ingest.EventInges
 			// this id.
 			return fmt.Errorf("insert event %s: %w", ev.ID, store.ErrConflict)
 		}
-		results[docItem[k]] = ingest.EventIngestResult{Duplicate: true, ExistingID: id}
+		results[docItem[k]] = dispatch.EventIngestResult{Duplicate: true, ExistingID: id}
 	}
 	return nil
 }

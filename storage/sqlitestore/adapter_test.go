@@ -16,7 +16,6 @@ import (
 	"github.com/hooklane/hooklane/dispatch/pool"
 	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
-	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/store"
 )
@@ -175,13 +174,13 @@ func TestFailedOperationWritesNothing(t *testing.T) {
 	s := openStore(t, filepath.Join(t.TempDir(), "hooklane.db"))
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	ctx := t.Context()
-	event := func(id, dedup string) ingest.EventIngestItem {
-		return ingest.EventIngestItem{Event: &event.Event{
+	event := func(id, dedup string) dispatch.EventIngestItem {
+		return dispatch.EventIngestItem{Event: &event.Event{
 			ID: id, DedupKey: dedup, ReceivedAt: time.UnixMilli(1_700_000_000_000).UTC(),
 			Event: cloudevent.Event{SpecVersion: "1.0", ID: id, Source: "/s", Type: "t"},
 		}}
 	}
-	_, err := s.EventIngest(ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{event("01J0000000000000000000000A", "a")}})
+	_, err := s.EventIngest(ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{event("01J0000000000000000000000A", "a")}})
 	require.NoError(t, err)
 
 	// In one group commit: an ingest whose second item clashes on the event
@@ -190,7 +189,7 @@ func TestFailedOperationWritesNothing(t *testing.T) {
 	held := s.HoldWriter(ctx, release)
 	ingestErr := make(chan error, 1)
 	go func() {
-		_, err := s.EventIngest(ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{
+		_, err := s.EventIngest(ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{
 			event("01J0000000000000000000000B", "b"),
 			event("01J0000000000000000000000A", "c"),
 		}})

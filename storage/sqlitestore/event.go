@@ -10,9 +10,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
-	"github.com/hooklane/hooklane/ingest"
 )
 
 const eventColumns = `id, dedup_key, received_at, fanned_out_at, schema_version, doc`
@@ -29,7 +29,7 @@ type eventRow struct {
 	statusEvents                                                    []*statusEventRow
 }
 
-func (s *Store) newEventRow(item *ingest.EventIngestItem, fannedOutAt time.Time) (*eventRow, error) {
+func (s *Store) newEventRow(item *dispatch.EventIngestItem, fannedOutAt time.Time) (*eventRow, error) {
 	e := item.Event
 	doc, err := e.Event.MarshalJSON()
 	if err != nil {
@@ -84,7 +84,7 @@ func ingestItem(ctx context.Context, tx *writeTx, r *eventRow) (string, error) {
 
 // EventIngest stores each item that is not a duplicate, in one transaction:
 // the event (marked fanned out now), its jobs and its status events.
-func (s *Store) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([]ingest.EventIngestResult, error) {
+func (s *Store) EventIngest(ctx context.Context, p *dispatch.EventIngestParams) ([]dispatch.EventIngestResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -97,14 +97,14 @@ func (s *Store) EventIngest(ctx context.Context, p *ingest.EventIngestParams) ([
 		}
 		rows[i] = r
 	}
-	results := make([]ingest.EventIngestResult, len(rows))
+	results := make([]dispatch.EventIngestResult, len(rows))
 	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		for i, r := range rows {
 			existing, err := ingestItem(ctx, tx, r)
 			if err != nil {
 				return err
 			}
-			results[i] = ingest.EventIngestResult{Duplicate: existing != "", ExistingID: existing}
+			results[i] = dispatch.EventIngestResult{Duplicate: existing != "", ExistingID: existing}
 		}
 		return nil
 	})

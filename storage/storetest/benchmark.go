@@ -12,7 +12,6 @@ import (
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
-	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/stream"
 )
 
@@ -62,7 +61,7 @@ func Bench(b *testing.B, newStore NewStoreFunc) {
 
 // benchEvent returns an event as the ingest pipeline stores it, with two
 // jobs and their status events.
-func benchEvent(ids *idgen.Generator) ingest.EventIngestItem {
+func benchEvent(ids *idgen.Generator) dispatch.EventIngestItem {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	id := ids.New()
 	ev := &event.Event{
@@ -76,7 +75,7 @@ func benchEvent(ids *idgen.Generator) ingest.EventIngestItem {
 			Extensions: map[string]any{"messagegroup": "g-1"},
 		},
 	}
-	item := ingest.EventIngestItem{Event: ev}
+	item := dispatch.EventIngestItem{Event: ev}
 	item.StatusEvents = append(item.StatusEvents, stream.Event{ID: ids.New(), Type: stream.TypeEventAccepted, Time: now, Subject: id})
 	for _, sub := range []string{"sub-a", "sub-b"} {
 		j := &dispatch.Job{
@@ -93,7 +92,7 @@ func benchEvent(ids *idgen.Generator) ingest.EventIngestItem {
 }
 
 func benchIngestOne(ctx context.Context, b *testing.B, s Store, ids *idgen.Generator) {
-	res, err := s.EventIngest(ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{benchEvent(ids)}})
+	res, err := s.EventIngest(ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{benchEvent(ids)}})
 	if err != nil || len(res) != 1 || res[0].Duplicate {
 		b.Errorf("ingest: %v %v", res, err)
 	}

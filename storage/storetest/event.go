@@ -10,7 +10,6 @@ import (
 
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/event"
-	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/stream"
 )
@@ -49,11 +48,11 @@ func testEvent(t *testing.T, newStore NewStoreFunc) {
 			b.statusEvent(stream.TypeDispatchCreated, j1.ID, baseTime()),
 			b.statusEvent(stream.TypeDispatchCreated, j2.ID, baseTime()),
 		}
-		res, err := b.store.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{
+		res, err := b.store.EventIngest(b.ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{
 			{Event: ev, Jobs: []*dispatch.Job{j1, j2}, StatusEvents: se},
 		}})
 		require.NoError(t, err)
-		require.Equal(t, []ingest.EventIngestResult{{}}, res)
+		require.Equal(t, []dispatch.EventIngestResult{{}}, res)
 
 		got, err := b.store.EventGetByID(b.ctx, ev.ID)
 		require.NoError(t, err)
@@ -123,11 +122,11 @@ func testEvent(t *testing.T, newStore NewStoreFunc) {
 		dup := b.newEvent(func(e *event.Event) { e.DedupKey = first.DedupKey })
 		job := b.newJob(func(j *dispatch.Job) { j.EventID = dup.ID })
 		se := b.statusEvent(stream.TypeDispatchCreated, job.ID, baseTime())
-		res, err := b.store.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{
+		res, err := b.store.EventIngest(b.ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{
 			{Event: dup, Jobs: []*dispatch.Job{job}, StatusEvents: []stream.Event{se}},
 		}})
 		require.NoError(t, err)
-		require.Equal(t, []ingest.EventIngestResult{{Duplicate: true, ExistingID: first.ID}}, res)
+		require.Equal(t, []dispatch.EventIngestResult{{Duplicate: true, ExistingID: first.ID}}, res)
 		requireNothingOfItem(t, b, dup, job, se)
 	})
 
@@ -139,13 +138,13 @@ func testEvent(t *testing.T, newStore NewStoreFunc) {
 		dup := b.newEvent(func(e *event.Event) { e.DedupKey = first.DedupKey })
 		job := b.newJob(func(j *dispatch.Job) { j.EventID = dup.ID })
 		se := b.statusEvent(stream.TypeDispatchCreated, job.ID, baseTime())
-		res, err := b.store.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{
+		res, err := b.store.EventIngest(b.ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{
 			{Event: first},
 			{Event: other},
 			{Event: dup, Jobs: []*dispatch.Job{job}, StatusEvents: []stream.Event{se}},
 		}})
 		require.NoError(t, err)
-		require.Equal(t, []ingest.EventIngestResult{{}, {}, {Duplicate: true, ExistingID: first.ID}}, res)
+		require.Equal(t, []dispatch.EventIngestResult{{}, {}, {Duplicate: true, ExistingID: first.ID}}, res)
 		requireNothingOfItem(t, b, dup, job, se)
 		for _, e := range []*event.Event{first, other} {
 			got, err := b.store.EventGetByID(b.ctx, e.ID)
@@ -346,12 +345,12 @@ func testEventConcurrentIngests(t *testing.T, newStore NewStoreFunc) {
 	t.Helper()
 	b := setup(t, newStore)
 	const calls = 24
-	items := make([]ingest.EventIngestItem, calls)
+	items := make([]dispatch.EventIngestItem, calls)
 	for i := range items {
 		ev := b.newEvent(nil)
 		j1 := b.newJob(func(j *dispatch.Job) { j.EventID = ev.ID; j.SubscriptionID = "sub-1" })
 		j2 := b.newJob(func(j *dispatch.Job) { j.EventID = ev.ID; j.SubscriptionID = "sub-2" })
-		items[i] = ingest.EventIngestItem{Event: ev, Jobs: []*dispatch.Job{j1, j2}, StatusEvents: []stream.Event{
+		items[i] = dispatch.EventIngestItem{Event: ev, Jobs: []*dispatch.Job{j1, j2}, StatusEvents: []stream.Event{
 			b.statusEvent(stream.TypeEventAccepted, ev.ID, baseTime()),
 			b.statusEvent(stream.TypeDispatchCreated, j1.ID, baseTime()),
 			b.statusEvent(stream.TypeDispatchCreated, j2.ID, baseTime()),
@@ -362,15 +361,15 @@ func testEventConcurrentIngests(t *testing.T, newStore NewStoreFunc) {
 
 	var wg sync.WaitGroup
 	errs := make([]error, calls+2)
-	twins := make([][]ingest.EventIngestResult, 2)
+	twins := make([][]dispatch.EventIngestResult, 2)
 	for i := range items {
 		wg.Go(func() {
-			_, errs[i] = b.store.EventIngest(b.ctx, &ingest.EventIngestParams{Items: items[i : i+1]})
+			_, errs[i] = b.store.EventIngest(b.ctx, &dispatch.EventIngestParams{Items: items[i : i+1]})
 		})
 	}
 	for k, ev := range []*event.Event{twinA, twinB} {
 		wg.Go(func() {
-			twins[k], errs[calls+k] = b.store.EventIngest(b.ctx, &ingest.EventIngestParams{Items: []ingest.EventIngestItem{{Event: ev}}})
+			twins[k], errs[calls+k] = b.store.EventIngest(b.ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{{Event: ev}}})
 		})
 	}
 	wg.Wait()

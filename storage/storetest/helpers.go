@@ -13,7 +13,6 @@ import (
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
-	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/stream"
 )
 
@@ -147,11 +146,11 @@ func (b *testBundle) insertJobs(t *testing.T, jobs ...*dispatch.Job) {
 // ingest stores events (each without jobs) and fails the test on error.
 func (b *testBundle) ingest(t *testing.T, events ...*event.Event) {
 	t.Helper()
-	items := make([]ingest.EventIngestItem, len(events))
+	items := make([]dispatch.EventIngestItem, len(events))
 	for i, e := range events {
-		items[i] = ingest.EventIngestItem{Event: e}
+		items[i] = dispatch.EventIngestItem{Event: e}
 	}
-	res, err := b.store.EventIngest(b.ctx, &ingest.EventIngestParams{Items: items})
+	res, err := b.store.EventIngest(b.ctx, &dispatch.EventIngestParams{Items: items})
 	require.NoError(t, err)
 	for i, r := range res {
 		require.False(t, r.Duplicate, "item %d", i)

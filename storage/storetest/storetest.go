@@ -10,7 +10,7 @@ import (
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/dispatch/health"
 	"github.com/hooklane/hooklane/dispatch/pool"
-	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/storage/secretbox"
 	"github.com/hooklane/hooklane/stream"
@@ -23,7 +23,7 @@ import (
 //
 //nolint:interfacebloat // the composition of every domain's small port (STYLE §4) is the point: it is what an adapter must satisfy
 type Store interface {
-	ingest.Store
+	event.Store
 	dispatch.Store
 	pool.Store
 	dispatch.CircuitStore

@@ -22,7 +22,6 @@ import (
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
-	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/queue/memqueue"
 	"github.com/hooklane/hooklane/storage/mongostore"
 	"github.com/hooklane/hooklane/storage/sqlitestore"
@@ -128,7 +127,7 @@ type eventSpec struct {
 // matched them when they arrived).
 func (b *testBundle) storeEvents(t *testing.T, specs ...eventSpec) []*event.Event {
 	t.Helper()
-	items := make([]ingest.EventIngestItem, len(specs))
+	items := make([]dispatch.EventIngestItem, len(specs))
 	events := make([]*event.Event, len(specs))
 	for i, s := range specs {
 		received := baseTime().Add(s.at)
@@ -147,9 +146,9 @@ func (b *testBundle) storeEvents(t *testing.T, specs ...eventSpec) []*event.Even
 				DataContentType: "application/json", Data: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`), Extensions: ext,
 			},
 		}
-		items[i] = ingest.EventIngestItem{Event: events[i]}
+		items[i] = dispatch.EventIngestItem{Event: events[i]}
 	}
-	_, err := b.st.EventIngest(b.ctx, &ingest.EventIngestParams{Items: items})
+	_, err := b.st.EventIngest(b.ctx, &dispatch.EventIngestParams{Items: items})
 	require.NoError(t, err)
 	return events
 }
