@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Hooklane's local test stack without Docker: an SQS-compatible server (fauxqs,
-# npm) and a MongoDB-compatible server (FerretDB on SQLite, built from
-# localstack/ferretdb), both on loopback.
+# npm), a MongoDB-compatible server (FerretDB on SQLite, built from
+# localstack/ferretdb) and RabbitMQ (Debian's rabbitmq-server, installed with
+# apt-get when missing), all on loopback.
 #
 # Usage: localstack/stack.sh start|stop|status|env
 #
@@ -18,6 +19,8 @@
 # Environment:
 #   HOOKLANE_STACK_SQS_PORT    SQS port (default 4566)
 #   HOOKLANE_STACK_MONGO_PORT  MongoDB port (default 27017)
+#   HOOKLANE_STACK_AMQP_PORT   RabbitMQ AMQP port (default 5673; its Erlang
+#                              distribution port is this plus 20000)
 #   HOOKLANE_STACK_CACHE       cache dir for binaries, logs, PIDs, data
 #                              (default localstack/.cache)
 #   HOOKLANE_STACK_WAIT        seconds to wait for readiness (default 60)
@@ -26,12 +29,15 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 sqs_port="${HOOKLANE_STACK_SQS_PORT:-4566}"
 mongo_port="${HOOKLANE_STACK_MONGO_PORT:-27017}"
+amqp_port="${HOOKLANE_STACK_AMQP_PORT:-5673}"
 cache="${HOOKLANE_STACK_CACHE:-$here/.cache}"
 wait_seconds="${HOOKLANE_STACK_WAIT:-60}"
 run_dir="$cache/run"
 bin_dir="$cache/bin"
 mongo_data="$cache/mongo-data"
 ferretdb_bin="$bin_dir/ferretdb"
+rabbit_server=/usr/lib/rabbitmq/bin/rabbitmq-server
+rabbit_node=hooklane-stack@localhost
 
 log() { printf 'stack: %s\n' "$*" >&2; }
 die() {
@@ -53,6 +59,7 @@ pid_of() {
 	case "$name" in
 	sqs) marker="$here/sqs/server.mjs" ;;
 	mongo) marker="$ferretdb_bin" ;;
+	rabbit) marker="$rabbit_server" ;;
 	*) return 1 ;;
 	esac
 	[[ "$cmdline" == *"$marker"* ]] || return 1
@@ -131,6 +138,28 @@ sqs_ready() {
 
 mongo_ready() {
 	port_open "$mongo_port"
+}
+
+rabbit_ready() {
+	port_open "$amqp_port"
+}
+
+# install_rabbit installs Debian's rabbitmq-server when it is missing (as
+# scripts/install-chromium.sh installs chromium); the package's own service
+# is not used.
+install_rabbit() {
+	[[ -x "$rabbit_server" ]] && return 0
+	command -v apt-get >/dev/null || die "rabbitmq-server is missing and apt-get is not here: install Debian's rabbitmq-server"
+	local sudo=""
+	if [[ "$(id -u)" -ne 0 ]]; then
+		command -v sudo >/dev/null || die "rabbitmq-server is missing: not root and no sudo to install it"
+		sudo=sudo
+	fi
+	log "installing rabbitmq-server (apt-get)"
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || die "apt-get update failed"
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rabbitmq-server >&2 ||
+		die "apt-get install rabbitmq-server failed"
+	[[ -x "$rabbit_server" ]] || die "rabbitmq-server installed, but $rabbit_server is missing"
 }
 
 # wait_ready NAME CHECK waits until CHECK succeeds, the process dies, or the
@@ -218,6 +247,35 @@ start_mongo() {
 	log "mongo (FerretDB) ready on mongodb://127.0.0.1:$mongo_port/"
 }
 
+start_rabbit() {
+	local pid base="$cache/rabbitmq"
+	install_rabbit
+	if pid="$(pid_of rabbit)"; then
+		log "rabbit already running (pid $pid) on 127.0.0.1:$(<"$run_dir/rabbit.port")"
+		return 0
+	fi
+	if port_open "$amqp_port"; then
+		log "rabbit: a server this script did not start already listens on 127.0.0.1:$amqp_port; using it"
+		return 0
+	fi
+	# Every start begins with an empty broker. The node, its Erlang
+	# distribution and epmd listen on loopback only.
+	rm -rf "$base"
+	mkdir -p "$base"
+	printf '[].\n' >"$base/enabled_plugins.erl"
+	launch rabbit "$amqp_port" env ERL_EPMD_ADDRESS=127.0.0.1 RABBITMQ_NODENAME="$rabbit_node" \
+		RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT="$amqp_port" RABBITMQ_DIST_PORT="$((amqp_port + 20000))" \
+		RABBITMQ_MNESIA_BASE="$base/mnesia" RABBITMQ_LOG_BASE="$base/log" RABBITMQ_LOGS=- \
+		RABBITMQ_ENABLED_PLUGINS_FILE="$base/enabled_plugins.erl" RABBITMQ_CONFIG_FILE="$base/rabbitmq" \
+		"$rabbit_server"
+	printf '%s\n' "$amqp_port" >"$run_dir/rabbit.port"
+	wait_ready rabbit rabbit_ready || {
+		stop_one rabbit
+		return 1
+	}
+	log "rabbit (RabbitMQ) ready on amqp://127.0.0.1:$amqp_port/"
+}
+
 # stop_one NAME stops the process recorded for NAME, if it is still ours.
 stop_one() {
 	local name="$1" pid deadline
@@ -245,7 +303,11 @@ status_one() {
 		return 0
 	fi
 	local port
-	if [[ "$name" == sqs ]]; then port="$sqs_port"; else port="$mongo_port"; fi
+	case "$name" in
+	sqs) port="$sqs_port" ;;
+	rabbit) port="$amqp_port" ;;
+	*) port="$mongo_port" ;;
+	esac
 	if port_open "$port"; then
 		printf '%s\texternal\tport %s (not started by this script)\n' "$name" "$port"
 		return 0
@@ -255,13 +317,15 @@ status_one() {
 }
 
 print_env() {
-	local sp="$sqs_port" mp="$mongo_port"
+	local sp="$sqs_port" mp="$mongo_port" ap="$amqp_port"
 	# Report the ports of running servers even when the caller's environment
 	# no longer carries the overrides used at start.
 	if pid_of sqs >/dev/null; then sp="$(<"$run_dir/sqs.port")"; fi
 	if pid_of mongo >/dev/null; then mp="$(<"$run_dir/mongo.port")"; fi
+	if pid_of rabbit >/dev/null; then ap="$(<"$run_dir/rabbit.port")"; fi
 	printf 'export HOOKLANE_TEST_MONGO_URI=mongodb://127.0.0.1:%s/\n' "$mp"
 	printf 'export HOOKLANE_TEST_SQS_ENDPOINT=http://127.0.0.1:%s\n' "$sp"
+	printf 'export HOOKLANE_TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:%s/\n' "$ap"
 	# What the fault tests need to start PRIVATE servers they may stop:
 	# the FerretDB binary (built by `start`) and the fauxqs wrapper (run
 	# with node and HOOKLANE_STACK_SQS_PORT=<port>).
@@ -275,16 +339,19 @@ main() {
 		local t0=$SECONDS
 		start_sqs
 		start_mongo
+		start_rabbit
 		log "stack ready in $((SECONDS - t0))s"
 		;;
 	stop)
 		stop_one sqs
 		stop_one mongo
+		stop_one rabbit
 		;;
 	status)
 		local rc=0
 		status_one sqs || rc=1
 		status_one mongo || rc=1
+		status_one rabbit || rc=1
 		return "$rc"
 		;;
 	env) print_env ;;
