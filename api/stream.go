@@ -227,7 +227,7 @@ func (sw *sseWriter) event(e *stream.Event, withID bool) error {
 	if !ok {
 		return nil
 	}
-	data, err := maskedStatusEvent(e).CloudEvent()
+	data, err := e.Masked().CloudEvent()
 	if err != nil {
 		return fmt.Errorf("render status event %s: %w", e.ID, err)
 	}
@@ -368,7 +368,7 @@ func (s *Server) writeWithHistory(c *gin.Context, subject string, v any) error {
 	}
 	history := make([]json.RawMessage, 0, len(events))
 	for i := range events {
-		b, err := maskedStatusEvent(&events[i]).CloudEvent()
+		b, err := events[i].Masked().CloudEvent()
 		if err != nil {
 			return fmt.Errorf("render status event %s: %w", events[i].ID, err)
 		}

@@ -326,7 +326,7 @@ func (ws *wsSession) sendEvent(ctx context.Context, id string, e *stream.Event) 
 			return nil
 		}
 	}
-	ce, err := maskedStatusEvent(e).CloudEvent()
+	ce, err := e.Masked().CloudEvent()
 	if err != nil {
 		return fmt.Errorf("render status event %s: %w", e.ID, err)
 	}

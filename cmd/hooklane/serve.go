@@ -18,6 +18,7 @@ import (
 
 	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/api/ui"
+	"github.com/hooklane/hooklane/destination/endpoint"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/dispatch/health"
 	"github.com/hooklane/hooklane/dispatch/idgen"
@@ -579,6 +580,6 @@ func observation(j *dispatch.Job, a dispatch.Attempt, err error) health.Observat
 	d := time.Duration(a.DurationMs) * time.Millisecond
 	return health.Observation{
 		SubscriptionID: j.SubscriptionID, At: a.StartedAt.Add(d), OK: err == nil,
-		Answered: a.StatusCode > 0, Latency: d, Error: dispatch.MaskTargetsInText(msg),
+		Answered: a.StatusCode > 0, Latency: d, Error: endpoint.MaskTargetsInText(msg),
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hooklane/hooklane/destination/endpoint"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/ingest"
@@ -125,7 +126,7 @@ func toCloudEvent(j *dispatch.Job, e *stream.Event) (cloudevent.Event, bool) {
 		if j == nil || IsOperational(j.Code) {
 			return cloudevent.Event{}, false // no news of the news (see the package doc)
 		}
-		data = map[string]any{"jobId": j.ID, "error": dispatch.MaskTargetsInText(cmpOr(d.Error, "discarded"))}
+		data = map[string]any{"jobId": j.ID, "error": endpoint.MaskTargetsInText(cmpOr(d.Error, "discarded"))}
 		set(data, "eventId", j.EventID)
 		set(data, "eventType", j.Code)
 		set(data, "subscriptionId", j.SubscriptionID)
@@ -141,7 +142,7 @@ func toCloudEvent(j *dispatch.Job, e *stream.Event) (cloudevent.Event, bool) {
 			ce.Extensions[subscription.ExtSubscriptionID] = j.SubscriptionID
 		}
 	} else {
-		data = map[string]any{"subscriptionId": e.Subject, "subscription": d.Subscription, "reason": dispatch.MaskTargetsInText(d.Reason)}
+		data = map[string]any{"subscriptionId": e.Subject, "subscription": d.Subscription, "reason": endpoint.MaskTargetsInText(d.Reason)}
 		if d.ClientID != "" {
 			data["clientId"] = d.ClientID
 		}

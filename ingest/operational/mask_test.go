@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hooklane/hooklane/destination/endpoint"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/ingest/operational"
 	"github.com/hooklane/hooklane/stream"
@@ -127,7 +128,7 @@ func TestCircuitOpenedEventMasksTheTarget(t *testing.T) {
 	}
 	mu.Unlock()
 	require.NotNil(t, opened)
-	require.Equal(t, reason, dispatch.MaskTargetsInText(opened.Data.Reason))
+	require.Equal(t, reason, endpoint.MaskTargetsInText(opened.Data.Reason))
 
 	// The discarded job of the same target: its error is masked too.
 	discarded := j.StatusEvent(f.p.IDs.New(), stream.TypeDispatchDiscarded, time.Now())

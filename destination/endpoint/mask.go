@@ -1,14 +1,10 @@
-package dispatch
+package endpoint
 
 import (
 	"net/url"
 	"regexp"
 	"strings"
 )
-
-// Masked replaces the part of a target URL that may carry a receiver's
-// credential.
-const Masked = "***"
 
 // MaskTarget is the one function that reduces a job's or a subscription's
 // target URL to what may leave the store for a reader who may not read the
@@ -24,16 +20,16 @@ const Masked = "***"
 func MaskTarget(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return Masked
+		return Mask
 	}
 	var b strings.Builder
 	b.WriteString(u.Scheme + "://")
 	if u.User != nil {
-		b.WriteString(Masked + "@")
+		b.WriteString(Mask + "@")
 	}
 	b.WriteString(u.Host)
 	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		b.WriteString("/" + Masked)
+		b.WriteString("/" + Mask)
 	}
 	return b.String()
 }

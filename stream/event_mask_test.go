@@ -1,4 +1,4 @@
-package api
+package stream_test
 
 import (
 	"testing"
@@ -17,11 +17,11 @@ func TestMaskedStatusEventMasksReasonAndError(t *testing.T) {
 	e := &stream.Event{Type: stream.TypeSubscriptionCircuitOpened, Data: stream.Data{
 		Reason: "1 consecutive failed attempts, the last: " + raw, Error: raw,
 	}}
-	got := maskedStatusEvent(e)
+	got := e.Masked()
 	want := `Post "http://***@127.0.0.1:9/***": dial tcp 127.0.0.1:9: connect: connection refused`
 	require.Equal(t, "1 consecutive failed attempts, the last: "+want, got.Data.Reason)
 	require.Equal(t, want, got.Data.Error)
 	require.Contains(t, e.Data.Reason, "t0ken", "the stored event is not changed")
 	plain := &stream.Event{Data: stream.Data{Reason: "a delivery succeeded"}}
-	require.Same(t, plain, maskedStatusEvent(plain))
+	require.Same(t, plain, plain.Masked())
 }

@@ -1,11 +1,11 @@
-package dispatch_test
+package endpoint_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/destination/endpoint"
 )
 
 func TestMaskTarget(t *testing.T) {
@@ -25,7 +25,7 @@ func TestMaskTarget(t *testing.T) {
 		{"", "***"},
 	}
 	for _, tt := range tests {
-		require.Equal(t, tt.want, dispatch.MaskTarget(tt.in), tt.in)
+		require.Equal(t, tt.want, endpoint.MaskTarget(tt.in), tt.in)
 	}
 }
 
@@ -45,6 +45,6 @@ func TestMaskTargetsInText(t *testing.T) {
 		{"", ""},
 	}
 	for _, tt := range tests {
-		require.Equal(t, tt.want, dispatch.MaskTargetsInText(tt.in), tt.in)
+		require.Equal(t, tt.want, endpoint.MaskTargetsInText(tt.in), tt.in)
 	}
 }
