@@ -40,7 +40,7 @@ check() {
 check gin "$imports" 'github.com/gin-gonic/gin|github.com/gin-contrib' "$mod/api"
 check mongo "$imports" 'go.mongodb.org/mongo-driver' "$mod/storage/mongostore"
 check sqlite "$imports" 'modernc.org/sqlite' "$mod/storage/sqlitestore"
-check aws "$imports" 'github.com/aws/aws-sdk-go-v2|github.com/aws/smithy-go' "$mod/queue/sqsqueue"
+check aws "$imports" 'github.com/aws/aws-sdk-go-v2|github.com/aws/smithy-go' "$mod/queue/sqsqueue|$mod/destination/sqs"
 check adapter "$deps" "$mod/storage/(mongostore|sqlitestore)|$mod/queue/(memqueue|sqsqueue)" "$mod/cmd/hooklane|$mod/storage/pipelinetest"
 check api "$deps" "$mod/api" "$mod/cmd/hooklane(/.*)?|$mod/api(/.*)?"
 # The layers of the top-level folders (README "Layout"), lowest first: a
