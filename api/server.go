@@ -27,6 +27,7 @@ import (
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
 	"github.com/hooklane/hooklane/subscription/replay"
+	"github.com/hooklane/hooklane/subscription/transform"
 	"github.com/hooklane/hooklane/tenant"
 )
 
@@ -82,7 +83,10 @@ type Config struct {
 	// Replays starts and reads replays (API.md §13); without it the replay
 	// routes answer 500, as the other routes without their service.
 	Replays *replay.Service
-	Limits  ingest.Limits
+	// Transform runs transformations for the test endpoint (API.md §16),
+	// built once by the wiring; nil builds one with the defaults.
+	Transform *transform.Engine
+	Limits    ingest.Limits
 	// Subscriptions is the matching cache to invalidate on subscription
 	// writes and to read the index from.
 	Subscriptions *subscription.Cache
@@ -163,6 +167,9 @@ func New(cfg Config) *Server {
 	}
 	if err := e.SetTrustedProxies(proxies); err != nil {
 		panic(fmt.Sprintf("api: trusted proxies %v: %v", proxies, err)) // netip.Prefix strings always parse
+	}
+	if cfg.Transform == nil {
+		cfg.Transform = transform.New(transform.Config{MaxResultBytes: cfg.Limits.MaxEventBytes})
 	}
 	s := &Server{cfg: cfg, engine: e, catalog: newCatalog(&cfg), subscriptions: newSubscriptions(&cfg), pools: newPools(&cfg)}
 	s.tasks = newTasks(&cfg, s.subscriptions)
@@ -261,6 +268,7 @@ func (s *Server) routes() {
 	a.GET("/subscriptions/:id/health", s.auth(RoleViewer), s.h(s.getSubscriptionHealth))
 	a.POST("/subscriptions/:id/replay", s.auth(), s.h(s.startReplay))
 	a.GET("/subscriptions/:id/replays", s.auth(RoleViewer), s.h(s.listReplays))
+	a.POST("/subscriptions/:id/transformation/test", s.auth(), s.h(s.testTransformation))
 	a.GET("/replays/:id", s.auth(RoleViewer), s.h(s.getReplay))
 
 	a.POST("/dispatch-pools", s.auth(), s.h(s.createPool))

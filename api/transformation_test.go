@@ -121,3 +121,53 @@ func TestSubscriptionTransformationField(t *testing.T) {
 		require.Nil(t, got["transformation"], "null removes it")
 	})
 }
+
+func TestTransformationTestEndpoint(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	created := mustCreateSub(t, s, map[string]any{
+		"code": "tf-test", "headers": map[string]any{"X-Team": "orders"},
+		"transformation": map[string]any{"code": renameHandler},
+	})
+	path := "/api/subscriptions/" + created["id"].(string) + "/transformation/test"
+	event := map[string]any{
+		"specversion": "1.0", "id": "e-1", "source": "/shop", "type": "shop.order.created",
+		"data": map[string]any{"id": "o-42"},
+	}
+
+	resp, got := s.do(t, http.MethodPost, path, map[string]any{"event": event}, bearer(adminKey)...)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%v", got)
+	require.Equal(t, map[string]any{"ok": true, "result": map[string]any{
+		"method": "POST", "url": "http://127.0.0.1:9/hook", "headers": map[string]any{"x-team": "orders"},
+		"payload": map[string]any{"orderId": "o-42"}, "cancel": false,
+	}}, got, "the stored code runs on the structured event")
+
+	put := "function handler(w) {\n  w.method = 'PUT';\n  w.url = w.url + '/' + w.payload.data.id;\n  w.cancel = w.eventType !== 'shop.order.created';\n  return w;\n}"
+	resp, got = s.do(t, http.MethodPost, path, map[string]any{"event": event, "code": put}, bearer(adminKey)...)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%v", got)
+	result := got["result"].(map[string]any)
+	require.Equal(t, "PUT", result["method"])
+	require.Equal(t, "http://127.0.0.1:9/hook/o-42", result["url"], "the code of the request runs instead of the stored one")
+
+	resp, got = s.do(t, http.MethodPost, path, map[string]any{"event": event, "code": "function handler(w) {\n  throw new Error('nope');\n}"}, bearer(adminKey)...)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%v", got)
+	require.Equal(t, false, got["ok"])
+	require.Contains(t, got["error"], "nope")
+	require.InDelta(t, 2, got["line"], 0)
+
+	resp, got = s.do(t, http.MethodPost, path, map[string]any{"event": event, "code": "function handler(w) {\n  return w +;\n}"}, bearer(adminKey)...)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%v", got)
+	require.Equal(t, false, got["ok"], "code that does not compile is an answer, not a problem")
+	require.InDelta(t, 2, got["line"], 0)
+	require.NotZero(t, got["column"])
+
+	resp, got = s.do(t, http.MethodPost, path, map[string]any{"event": map[string]any{"id": "e-1"}}, bearer(adminKey)...)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%v", got)
+	resp, got = s.do(t, http.MethodPost, path, map[string]any{"event": "not an event"}, bearer(adminKey)...)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%v", got)
+
+	resp, _ = s.do(t, http.MethodPost, "/api/subscriptions/missing/transformation/test", map[string]any{"event": event}, bearer(adminKey)...)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	_, got = s.do(t, http.MethodGet, "/api/subscriptions/"+created["id"].(string), nil, bearer(adminKey)...)
+	require.Equal(t, renameHandler, got["transformation"].(map[string]any)["code"], "testing stores nothing")
+}
