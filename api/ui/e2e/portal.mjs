@@ -45,7 +45,7 @@ scenario('portal', async (page, newPage) => {
   await page.fill('#test-type', env('HOOKLANE_UI_TYPE'));
   await page.click('#test-send');
   await until(async () => {
-    const evs = await api('GET', '/api/events?source=/hooklane/ui&clientId=' + env('HOOKLANE_UI_CLIENT_ID'), undefined, env('HOOKLANE_UI_ADMIN_KEY'));
+    const evs = await api('GET', '/api/events?source=/dashboard&clientId=' + env('HOOKLANE_UI_CLIENT_ID'), undefined, env('HOOKLANE_UI_ADMIN_KEY'));
     return evs.items.length === 1 && evs.items[0].event.clientid === env('HOOKLANE_UI_CLIENT_ID');
   }, 'the test event was not posted as the client\'s', 30000);
   await page.goto(base() + '/ui/#/subscriptions');

@@ -347,7 +347,7 @@ function sendTest(sub) {
       placeErrors(form, { problem: { detail: 'data is not valid JSON', errors: [{ pointer: '/data', message: err.message }] } });
       return;
     }
-    const ev = { specversion: '1.0', id: 'ui-test-' + Date.now().toString(36) + Math.random().toString(36).slice(2, 8), source: '/hooklane/ui', type: type.value.trim(), subject: subject.value.trim() || undefined, data: d };
+    const ev = { specversion: '1.0', id: 'ui-test-' + Date.now().toString(36) + Math.random().toString(36).slice(2, 8), source: '/dashboard', type: type.value.trim(), subject: subject.value.trim() || undefined, data: d };
     try {
       const r = await api('POST', '/api/events', ev, { 'Content-Type': 'application/cloudevents+json' });
       const mine = r.dispatchJobs.filter((j) => j.subscription === sub.code);
@@ -365,6 +365,6 @@ function sendTest(sub) {
   field('Data', '/data', data, 'Validated against the type\'s current schema version.'),
   out,
   h('div', { class: 'modal-foot' }, h('button', { class: 'btn primary', type: 'submit', id: 'test-send' }, 'Send event')));
-  modal('Send a test event', h('div', {}, h('p', { class: 'small muted' }, 'Posts a real CloudEvent to ', h('code', {}, 'POST /api/events'), ' from source ', h('code', {}, '/hooklane/ui'), '.'), form));
+  modal('Send a test event', h('div', {}, h('p', { class: 'small muted' }, 'Posts a real CloudEvent to ', h('code', {}, 'POST /api/events'), ' from source ', h('code', {}, '/dashboard'), '.'), form));
 }
 
