@@ -97,9 +97,13 @@ func (lc *Lifecycle) Claim(ctx context.Context, j *Job, p ClaimParams) error {
 // later one of the same worker, told apart by the attempt number), the
 // result is ErrLeaseLost and the attempt is not recorded: its ABANDONED
 // entry stands for it. A job that no longer holds its BLOCK_ON_ERROR group
-// releases the next one. It returns the job as written (as read when
-// nothing changed).
+// releases the next one. An outcome Cancelled (nothing sent) moves the
+// caller's claim to CANCELLED, uncounted. It returns the job as written (as
+// read when nothing changed).
 func (lc *Lifecycle) RecordOutcome(ctx context.Context, j *Job, o Outcome) (*Job, error) {
+	if o.Cancelled != "" {
+		o.Attempted, o.Err = false, nil
+	}
 	worker, attempt, read := j.Worker, j.AttemptCount, j.Status
 	a := o.Attempt
 	if o.Attempted {
@@ -118,6 +122,14 @@ func (lc *Lifecycle) RecordOutcome(ctx context.Context, j *Job, o Outcome) (*Job
 		switch {
 		case j.Status == StatusInProgress && (j.Worker != worker || j.AttemptCount != attempt):
 			return nil, ErrLeaseLost
+		case j.Status == StatusInProgress && o.Cancelled != "":
+			j.AttemptCount-- // claimed, but nothing was sent: no attempt to count
+			if err := j.Transition(StatusCancelled, now); err != nil {
+				return nil, fmt.Errorf("cancel job %s: %w", j.ID, err)
+			}
+			ev := lc.event(j, stream.TypeDispatchCancelled, now)
+			ev.Data.Error = o.Cancelled
+			return []stream.Event{ev}, nil
 		case j.Status == StatusInProgress:
 			if o.Attempted {
 				recorded = j.recordAttempt(a)

@@ -20,10 +20,16 @@ type Outcome struct {
 	// Attempted is false when nothing was sent (the job cannot be delivered
 	// at all): no attempt is recorded, the job ends in ERROR.
 	Attempted bool
+	// Cancelled, when not empty, calls the delivery off with nothing sent
+	// (a transformation that cancelled it, API.md §16): the claim's attempt
+	// is not counted, nothing counts toward the circuit, and the job ends
+	// CANCELLED with Cancelled as the reason of its dispatch.cancelled
+	// event. Attempt, Err and Attempted are then ignored.
+	Cancelled string
 }
 
 // Succeeded reports whether the attempt succeeded.
-func (o Outcome) Succeeded() bool { return o.Err == nil }
+func (o Outcome) Succeeded() bool { return o.Err == nil && o.Cancelled == "" }
 
 // permanentError marks a delivery failure that must not be retried.
 type permanentError struct{ err error }
