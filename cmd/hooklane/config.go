@@ -115,6 +115,9 @@ type Config struct {
 	ShutdownDrain time.Duration
 	// MaxEventBytes is the largest single event. Default 1 MiB.
 	MaxEventBytes int64
+	// TransformTimeout is the longest run of a subscription's
+	// transformation at delivery (API.md §16). Default 100ms.
+	TransformTimeout time.Duration
 	// MaxRequestBytes is the largest ingest request. Default 10 MiB.
 	MaxRequestBytes int64
 	// MaxBatch is the most events in one batch. Default 1000.
@@ -311,6 +314,7 @@ func settings(c *Config) []setting {
 		{"receive-visibility", "HOOKLANE_RECEIVE_VISIBILITY", "30s", "visibility timeout of a received message, extended while its delivery runs: the longest a message taken by a killed instance waits", dur(&c.ReceiveVisibility)},
 		{"shutdown-drain", "HOOKLANE_SHUTDOWN_DRAIN", "25s", "how long a stopping router lets deliveries in flight finish before cancelling them", dur(&c.ShutdownDrain)},
 		{"max-event-bytes", "HOOKLANE_MAX_EVENT_BYTES", "1048576", "largest single event", i64(&c.MaxEventBytes)},
+		{"transform-timeout", "HOOKLANE_TRANSFORM_TIMEOUT", "100ms", "longest run of a subscription's transformation at delivery (past it the attempt fails, not retried)", dur(&c.TransformTimeout)},
 		{"max-request-bytes", "HOOKLANE_MAX_REQUEST_BYTES", "10485760", "largest ingest request", i64(&c.MaxRequestBytes)},
 		{"max-batch", "HOOKLANE_MAX_BATCH", "1000", "most events in one batch", integer(&c.MaxBatch)},
 		{"roles", "HOOKLANE_ROLES", "api,router,pollers", "roles this process runs: api, router, pollers", str(&c.Roles)},

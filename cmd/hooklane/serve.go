@@ -40,6 +40,7 @@ import (
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
 	"github.com/hooklane/hooklane/subscription/replay"
+	"github.com/hooklane/hooklane/subscription/transform"
 )
 
 // Store is every storage port: what the gateway runs on.
@@ -329,7 +330,10 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		g.Go(func() error { return healthRetention.Run(ctx) })
 	}
 	if roles["router"] {
-		hooks := webhook.New(webhook.Config{AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version})
+		hooks := webhook.New(webhook.Config{
+			AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version,
+			Transform: transform.New(transform.Config{Timeout: cfg.TransformTimeout, MaxResultBytes: cfg.MaxEventBytes}),
+		})
 		defer hooks.Close()
 		rstore, rsubs := clientGate(st, subs)
 		rt := router.New(router.Config{

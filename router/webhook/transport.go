@@ -22,6 +22,7 @@ import (
 	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/router"
 	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/subscription/transform"
 )
 
 // Config configures a Transport.
@@ -46,6 +47,9 @@ type Config struct {
 	// NowFunc is the clock of signatures, attempt timings and token
 	// lifetimes; nil is time.Now.
 	NowFunc func() time.Time
+	// Transform runs subscriptions' transformations (API.md §16); nil
+	// turns them off: deliveries are sent as §6 renders them.
+	Transform *transform.Engine
 }
 
 // Transport delivers jobs as signed HTTP webhooks (API.md §6): it renders
@@ -66,6 +70,8 @@ type Transport struct {
 	// event is rendered once for all its subscriptions' jobs and their
 	// retries (events are immutable once stored).
 	bodies *ristretto.Cache[string, []byte]
+	// programs caches the compiled transformations of subscriptions.
+	programs *transform.Cache
 }
 
 // Sizing of the rendered-body cache, in bytes of body.
@@ -102,7 +108,7 @@ func New(cfg Config) *Transport {
 		panic(fmt.Sprintf("webhook: create body cache: %v", err))
 	}
 	return &Transport{
-		cfg: cfg, bodies: bodies,
+		cfg: cfg, bodies: bodies, programs: transform.NewCache(0),
 		clients: newClients(base, newTLSClient, cfg.TLSClients, cfg.TLSClientIdle, cfg.NowFunc),
 		tokens:  newTokens(cfg.OAuth2Tokens, cfg.NowFunc),
 	}
@@ -121,10 +127,23 @@ func (t *Transport) Close() {
 // configuration does not parse, is a permanent failure with nothing sent;
 // a token endpoint that fails is a retryable failed attempt, and so is a
 // 401 from a target authenticated by OAuth 2.0, whose token is then
-// dropped so that the retry gets a new one (API.md §14).
+// dropped so that the retry gets a new one (API.md §14). A subscription's
+// transformation (API.md §16) that cancels the delivery sends nothing and
+// cancels the job; one that fails is a failed attempt, not retried and not
+// counted toward the circuit (a Permanent error, as a 4xx).
 func (t *Transport) Deliver(ctx context.Context, d *router.Delivery) dispatch.Outcome {
+	ran := t.cfg.NowFunc()
 	req, err := t.Request(ctx, d)
 	if err != nil {
+		if errors.Is(err, errTransformCancelled) {
+			return dispatch.Outcome{Cancelled: CancelledByTransformation}
+		}
+		if _, ok := errors.AsType[*TransformError](err); ok {
+			return attempt(ran, t.cfg.NowFunc(), 0, "", dispatch.Permanent(err))
+		}
+		if errors.Is(err, errTransformRun) {
+			return attempt(ran, t.cfg.NowFunc(), 0, "", err) // the engine's, not the handler's: retryable
+		}
 		return dispatch.Outcome{Err: dispatch.Permanent(err)}
 	}
 	ep := endpointOf(d)
@@ -203,7 +222,10 @@ func (t *Transport) keys(d *router.Delivery) ([][]byte, error) {
 	return keys, nil
 }
 
-// Request renders the signed HTTP request of a delivery (API.md §6).
+// Request renders the signed HTTP request of a delivery (API.md §6), as
+// the subscription's transformation, when on, reshapes it (API.md §16): a
+// cancelled delivery is an error matching errTransformCancelled, a failed
+// transformation a *TransformError.
 func (t *Transport) Request(ctx context.Context, d *router.Delivery) (*http.Request, error) {
 	j := d.Job
 	keys, err := t.keys(d)
@@ -214,12 +236,26 @@ func (t *Transport) Request(ctx context.Context, d *router.Delivery) (*http.Requ
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.TargetURL, bytes.NewReader(body))
+	method, target, custom := http.MethodPost, j.TargetURL, j.Headers
+	tr, ok, err := t.transform(ctx, d, body)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		method, target, custom = tr.method, tr.url, tr.headers
+		if tr.changed {
+			body = tr.body
+		}
+		if tr.contentType != "" {
+			header.Set("Content-Type", tr.contentType)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
-	for _, k := range slices.Sorted(maps.Keys(j.Headers)) {
-		req.Header.Set(k, j.Headers[k])
+	for _, k := range slices.Sorted(maps.Keys(custom)) {
+		req.Header.Set(k, custom[k])
 	}
 	maps.Copy(req.Header, header)
 	ts := t.cfg.NowFunc()
