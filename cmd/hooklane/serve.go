@@ -329,10 +329,13 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		})
 		g.Go(func() error { return healthRetention.Run(ctx) })
 	}
+	// One engine runs every transformation of this process (API.md §16):
+	// deliveries and the API's test endpoint alike.
+	transformer := transform.New(transform.Config{Timeout: cfg.TransformTimeout, MaxResultBytes: cfg.MaxEventBytes})
 	if roles["router"] {
 		hooks := webhook.New(webhook.Config{
 			AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version,
-			Transform: transform.New(transform.Config{Timeout: cfg.TransformTimeout, MaxResultBytes: cfg.MaxEventBytes}),
+			Transform: transformer,
 		})
 		defer hooks.Close()
 		rstore, rsubs := clientGate(st, subs)
@@ -368,6 +371,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		srv := api.New(api.Config{ //nolint:contextcheck // handlers take their ctx from the request, not from here
 			Store: st, Queue: q, Ingest: svc, Jobs: jobs,
 			Replays:       replaySvc,
+			Transform:     transformer,
 			Pull:          pull.New(pull.Config{Store: pullClientGate(st), Lifecycle: jobs, Hub: hub, Lease: cfg.Lease, TracerProvider: tracer}),
 			Limits:        ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
 			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys, TrustedProxies: proxies,
