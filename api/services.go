@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/ingest/task"
 	"github.com/hooklane/hooklane/router/webhook"
 	"github.com/hooklane/hooklane/schema"
@@ -22,7 +24,7 @@ func newCatalog(cfg *Config) *schema.Catalog {
 		onChange = cfg.Registry.Invalidate
 	}
 	return schema.NewCatalog(schema.CatalogConfig{
-		Store: cfg.Store, Bindings: cfg.Subscriptions, ValidateCodeFunc: subscription.ValidateEventTypeCode,
+		Store: cfg.Store, Bindings: cfg.Subscriptions, ValidateCodeFunc: validateEventTypeCode,
 		OnChangeFunc: onChange, NowFunc: cfg.NowFunc,
 	})
 }
@@ -59,4 +61,15 @@ func newTasks(cfg *Config, subs *subscription.Service) *task.Service {
 		return nil
 	}
 	return task.NewService(task.Config{Checker: subs, Jobs: cfg.Jobs, NewIDFunc: cfg.IDs.New, NowFunc: cfg.NowFunc})
+}
+
+// validateEventTypeCode checks a new event type's code: its syntax, and
+// that it is not under the prefix reserved for the gateway's operational
+// events (ingest.ReservedTypePrefix), which the gateway registers itself
+// (ingest/operational) and no producer may post.
+func validateEventTypeCode(code string) error {
+	if ingest.IsReservedType(code) {
+		return fmt.Errorf("the prefix %q is reserved for the gateway's own events", ingest.ReservedTypePrefix)
+	}
+	return subscription.ValidateEventTypeCode(code)
 }

@@ -160,3 +160,18 @@ func requirePointer(t *testing.T, problem map[string]any, pointer string) {
 	}
 	require.Failf(t, "no error at pointer", "want %s in %v", pointer, problem)
 }
+
+// TestReservedEventTypeCodes: the hooklane. prefix is the gateway's own
+// (issue 28 item 7): no key may register an event type under it, in any
+// case, while a code that merely starts with "hooklane" is a code like any.
+func TestReservedEventTypeCodes(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, withClientKeys(t))
+	for _, code := range []string{"hooklane.circuit.forged", "HookLane.x", "HOOKLANE.subscription.disabled"} {
+		resp, got := s.do(t, http.MethodPost, "/api/event-types", map[string]any{"code": code, "name": "forged"}, bearer(adminKey)...)
+		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%s: %v", code, got)
+		requirePointer(t, got, "/code")
+	}
+	resp, got := s.do(t, http.MethodPost, "/api/event-types", map[string]any{"code": "hooklanes.order.created", "name": "fine"}, bearer(adminKey)...)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", got)
+}
