@@ -293,10 +293,14 @@ func TestScopedWebSocketSeesOnlyItsClient(t *testing.T) {
 
 	globex := dial(f.globexToken)
 	wsSend(t, globex, map[string]any{"action": "subscribe", "subscriptionId": "other", "filters": map[string]any{"clients": "acme", "since": since["since"]}})
+	// A filter named in another case is refused, not taken for clients.
+	wsSend(t, globex, map[string]any{"action": "subscribe", "subscriptionId": "cased", "filters": map[string]any{"Clients": "acme", "since": since["since"]}})
 	wsSend(t, globex, map[string]any{"action": "subscribe", "subscriptionId": "all", "filters": since})
-	got := readWS(t, globex, `"subscriptionId":"other","error":"forbidden`, `"subscriptionId":"all","status":"subscribed"`)
+	got := readWS(t, globex, `"subscriptionId":"other","error":"forbidden`, `"subscriptionId":"cased","error":"unknown member /filters/Clients`,
+		`"subscriptionId":"all","status":"subscribed"`)
 	require.Contains(t, got, `"subscriptionId":"other","error":"forbidden`)
 	require.Contains(t, got, `"subscriptionId":"all","status":"subscribed"`)
+	require.Contains(t, got, `"subscriptionId":"cased","error":"unknown member /filters/Clients`)
 	for _, leak := range []string{acmeMarker, platformMarker} {
 		require.NotContains(t, got, leak)
 	}

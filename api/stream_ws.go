@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,9 @@ type wsClientMessage struct {
 	SubscriptionID string             `json:"subscriptionId"`
 	Filters        streamFilterValues `json:"filters"`
 	LastEventID    string             `json:"lastEventId"`
+	// refused, when set, is why the message was not taken (a member named
+	// in another case: names are case-sensitive, as in every body).
+	refused string
 }
 
 // wsServerMessage is what the server sends: an event of a subscription, or
@@ -207,6 +211,9 @@ func (ws *wsSession) read(ctx context.Context, loopDone <-chan struct{}, msgs ch
 		var m wsClientMessage
 		if err := json.Unmarshal(data, &m); err != nil {
 			m = wsClientMessage{Action: "invalid"}
+		} else if ce, err := memberCase(data, reflect.TypeFor[wsClientMessage]()); err == nil && ce != nil {
+			m = wsClientMessage{SubscriptionID: m.SubscriptionID, refused: "unknown member " + ce.pointer +
+				": names are case-sensitive (did you mean " + ce.want + "?)"}
 		}
 		select {
 		case msgs <- m:
@@ -221,6 +228,9 @@ func (ws *wsSession) read(ctx context.Context, loopDone <-chan struct{}, msgs ch
 
 // handle acts on one client message; only a failed write is an error.
 func (ws *wsSession) handle(ctx, guard context.Context, m *wsClientMessage) error {
+	if m.refused != "" {
+		return ws.send(ctx, &wsServerMessage{SubscriptionID: m.SubscriptionID, Error: m.refused})
+	}
 	if m.SubscriptionID == "" {
 		return ws.send(ctx, &wsServerMessage{Error: "subscriptionId is required, and action must be subscribe or unsubscribe"})
 	}
