@@ -71,7 +71,7 @@ func (s *Store) HealthRecord(ctx context.Context, p *health.RecordParams) error 
 					{Key: "$inc", Value: inc},
 				}).SetUpsert(true))
 		}
-		if _, err := s.healthMinutes.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false)); err != nil {
+		if err := s.upsertBuckets(ctx, models); err != nil {
 			return fmt.Errorf("record health buckets: %w", translate(ctx, err))
 		}
 	}
@@ -81,6 +81,32 @@ func (s *Store) HealthRecord(ctx context.Context, p *health.RecordParams) error 
 		}
 	}
 	return nil
+}
+
+// upsertBuckets runs the bucket upserts unordered. Two first upserts of
+// one minute may race on its insert: the loser's write fails with a
+// duplicate key and nothing of it is applied, so exactly those writes are
+// run again (they then find the document and add to it); the writes that
+// succeeded are not repeated, which would count them twice.
+func (s *Store) upsertBuckets(ctx context.Context, models []mongo.WriteModel) error {
+	for attempt := 0; ; attempt++ {
+		_, err := s.healthMinutes.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+		if err == nil {
+			return nil
+		}
+		bwe, ok := errors.AsType[mongo.BulkWriteException](err)
+		if !ok || attempt == 2 || bwe.WriteConcernError != nil || len(bwe.WriteErrors) == 0 {
+			return err //nolint:wrapcheck // wrapped by the caller with what was being written
+		}
+		again := make([]mongo.WriteModel, 0, len(bwe.WriteErrors))
+		for _, we := range bwe.WriteErrors {
+			if !mongo.IsDuplicateKeyError(we.WriteError) && !ferretUniqueViolation(we.WriteError) {
+				return err //nolint:wrapcheck // wrapped by the caller with what was being written
+			}
+			again = append(again, models[we.Index])
+		}
+		models = again
+	}
 }
 
 func (s *Store) mergeLast(ctx context.Context, l *health.Last) error {
