@@ -33,7 +33,7 @@ test/race: ## Race-enabled tests only (expects the local stack: make stack/start
 	$(GO) test -race -count=1 $(PKGS)
 
 test/unit: ## Tests that need no local stack (embedded store and queue)
-	$(GO) test -race -count=1 $$($(GO) list $(PKGS) | grep -v -e mongostore -e sqsqueue -e localstack)
+	$(GO) test -race -count=1 $$($(GO) list $(PKGS) | grep -v -e mongostore -e sqsqueue -e localstack -e destination/sqs -e destination/rabbitmq)
 
 bench: ## Run the Go benchmarks
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

@@ -25,7 +25,7 @@ func brokerURL(t *testing.T) *url.URL {
 	t.Helper()
 	raw := os.Getenv("HOOKLANE_TEST_AMQP_URL")
 	if raw == "" {
-		t.Skip("HOOKLANE_TEST_AMQP_URL is unset: start RabbitMQ with localstack/stack.sh start and eval \"$(localstack/stack.sh env)\"")
+		t.Fatal("HOOKLANE_TEST_AMQP_URL is unset: the local stack starts RabbitMQ (bash localstack/stack.sh start; eval \"$(bash localstack/stack.sh env)\"), as make test does")
 	}
 	u, err := url.Parse(raw)
 	require.NoError(t, err)

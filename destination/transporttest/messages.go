@@ -98,9 +98,6 @@ func testDataOnly(t *testing.T, h *Harness) {
 // (record key, ordering key, MessageGroupId), one group stays on one
 // partition, and a group's messages arrive in publish order.
 func testMessageGroup(t *testing.T, h *Harness) {
-	if h.Features.Group == "" {
-		t.Skip("the broker has no message group (§15: order per queue or subject)")
-	}
 	b := setup(t, h, destination.ClientsConfig{})
 	target := h.NewTarget(t, TargetOptions{Ordered: true})
 	d := b.decode(t, target.Raw)
