@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/hooklane/hooklane/dispatch/pool"
-	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/subscription"
 	"github.com/hooklane/hooklane/subscription/replay"
 )

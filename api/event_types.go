@@ -5,7 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/event/schema"
 )
 
 // The event type endpoints (API.md §2) decode, call the schema catalog

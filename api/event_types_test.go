@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/api"
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/ingest"
-	"github.com/hooklane/hooklane/schema"
 )
 
 // orderSchema is the schema the event type tests register: every common

@@ -16,10 +16,10 @@ import (
 
 	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/dispatch/idgen"
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/queue/memqueue"
 	"github.com/hooklane/hooklane/router/pull"
-	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/storage/pipelinetest"
 	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/subscription"

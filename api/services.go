@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/ingest/task"
 	"github.com/hooklane/hooklane/router/webhook"
-	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/subscription"
 )
 

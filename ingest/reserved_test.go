@@ -8,8 +8,8 @@ import (
 
 	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/ingest"
-	"github.com/hooklane/hooklane/schema"
 )
 
 // The "hooklane." type prefix and the "/hooklane" source belong to the

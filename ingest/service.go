@@ -20,7 +20,7 @@ import (
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
-	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
 )

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/event/cloudevent"
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/ingest"
-	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/storage/pipelinetest"
 	"github.com/hooklane/hooklane/subscription"
 )

@@ -46,7 +46,7 @@ check api "$deps" "$mod/api" "$mod/cmd/hooklane(/.*)?|$mod/api(/.*)?"
 # The layers of the top-level folders (README "Layout"), lowest first: a
 # package may import its own folder and the folders below it, never one
 # above (an import running back up), so the folders read as a stack.
-layers=(store queue destination event stream schema dispatch subscription tenant ingest router storage api cmd)
+layers=(store queue destination event stream dispatch subscription tenant ingest router storage api cmd)
 rank() {
 	local i
 	for i in "${!layers[@]}"; do

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/api/metrics"
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/router"
-	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"

@@ -266,9 +266,9 @@ func TestUIDashboardInChromium(t *testing.T) {
 		})
 	})
 	if os.Getenv("HOOKLANE_UI_DOCS") != "" {
-		// Not a check: the README's screenshots (docs/), taken after a
+		// Not a check: the README's screenshots (api/ui/docs/), taken after a
 		// minute and a half of mixed traffic. Run with HOOKLANE_UI_DOCS=1
-		// HOOKLANE_UI_SCREENSHOTS=docs.
+		// HOOKLANE_UI_SCREENSHOTS=api/ui/docs.
 		t.Run("docs screenshots", func(t *testing.T) {
 			e := map[string]string{"HOOKLANE_UI_SCREENSHOT": filepath.Join(shots, "ui.png")}
 			maps.Copy(e, env)

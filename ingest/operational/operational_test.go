@@ -11,8 +11,8 @@ import (
 
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/event"
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/ingest/operational"
-	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/storage/pipelinetest"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"

@@ -22,7 +22,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"

@@ -13,9 +13,9 @@ import (
 
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/event/cloudevent"
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/router/pull"
-	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/storage/pipelinetest"
 	"github.com/hooklane/hooklane/subscription"
 )

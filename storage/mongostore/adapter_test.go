@@ -16,7 +16,7 @@ import (
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
-	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/storage/mongostore"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/stream"

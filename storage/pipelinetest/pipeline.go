@@ -16,9 +16,9 @@ import (
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/dispatch/pool"
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/queue/memqueue"
-	"github.com/hooklane/hooklane/schema"
 	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/subscription"
 )

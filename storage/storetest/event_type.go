@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/store"
 )
 

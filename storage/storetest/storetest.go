@@ -11,7 +11,7 @@ import (
 	"github.com/hooklane/hooklane/dispatch/health"
 	"github.com/hooklane/hooklane/dispatch/pool"
 	"github.com/hooklane/hooklane/event"
-	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/storage/secretbox"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"

@@ -7,7 +7,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/event/schema"
 )
 
 // FuzzCompileValidate fuzzes a schema and a value: Compile never panics

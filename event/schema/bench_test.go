@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/event/schema"
 )
 
 // BenchmarkRegistryValidate is the per-event cost of schema validation

@@ -7,7 +7,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/event/schema"
 )
 
 func TestCompile(t *testing.T) {

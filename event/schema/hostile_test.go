@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hooklane/hooklane/event/cloudevent"
-	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/event/schema"
 )
 
 // numericSchemas use every keyword that makes the validator compute with

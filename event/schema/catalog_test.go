@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/schema"
+	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/store"
 )
