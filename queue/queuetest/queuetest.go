@@ -41,6 +41,8 @@ func Run(t *testing.T, f Features, newQueue func(t *testing.T) queue.Queue) {
 		{"DefaultVisibilityHides", testDefaultVisibilityHides},
 		{"ChangeVisibilityZero", testChangeVisibilityZero},
 		{"ChangeVisibilityExtends", testChangeVisibilityExtends},
+		{"ExtendedOutlivesVisibility", testExtendedOutlivesVisibility},
+		{"HandBackReceivedAtOnce", testHandBackReceivedAtOnce},
 		{"DeleteRemoves", testDeleteRemoves},
 		{"MalformedReceipt", testMalformedReceipt},
 		{"DeleteBatchRemoves", testDeleteBatchRemoves},
