@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hooklane/hooklane/router"
 	"github.com/hooklane/hooklane/subscription/transform"
@@ -31,6 +32,10 @@ var errTransformRun = errors.New("run transformation")
 // that does not compile, or a url or method the request cannot take. The
 // attempt fails, is not retried, and does not count toward the circuit.
 type TransformError struct {
+	// Kind classifies the failure: one of transform.Kinds (KindCompile for
+	// code that no longer compiles, KindInvalidResult for a url or method
+	// the request cannot take).
+	Kind transform.Kind
 	// Message is what went wrong.
 	Message string
 	// Line and Column are the 1-based position in the source, 0 when
@@ -57,17 +62,51 @@ type transformed struct {
 	changed     bool
 }
 
+// TransformRun is one run of a delivery's transformation, as
+// Config.OnTransformFunc is told of it.
+type TransformRun struct {
+	// Failure is the kind of a failed run (one of transform.Kinds), empty
+	// when the handler returned a result the request can take.
+	Failure transform.Kind
+	// Cancelled reports that the handler cancelled the delivery.
+	Cancelled bool
+	// Duration is how long the delivery spent in the transformation: the
+	// wait for a runtime, the run, and the checks of its result.
+	Duration time.Duration
+}
+
 // transform runs the transformation of d's subscription, when it has one
 // that is on and the transport has an engine, on the request it would send
 // (body, the rendered body). ok is false when there is nothing to run.
 // errTransformCancelled is a cancelled delivery, a *TransformError a failed
 // transformation, errTransformRun the engine's (ctx ended while it waited
-// for a runtime).
+// for a runtime). Each run is a span (a child of the attempt's) and is
+// reported to Config.OnTransformFunc; an errTransformRun is not a run and is
+// not reported.
 func (t *Transport) transform(ctx context.Context, d *router.Delivery, body []byte) (res transformed, ok bool, err error) {
 	sub := d.Subscription
 	if t.cfg.Transform == nil || sub == nil || !sub.Transformation.On() {
 		return transformed{}, false, nil
 	}
+	ctx, span := startTransformSpan(ctx)
+	start := t.cfg.NowFunc()
+	res, err = t.runTransform(ctx, d, body)
+	run := TransformRun{Duration: t.cfg.NowFunc().Sub(start)}
+	if te, failed := errors.AsType[*TransformError](err); failed {
+		run.Failure = te.Kind
+	}
+	run.Cancelled = errors.Is(err, errTransformCancelled)
+	endTransformSpan(span, run, err)
+	if t.cfg.OnTransformFunc != nil && !errors.Is(err, errTransformRun) {
+		t.cfg.OnTransformFunc(run)
+	}
+	return res, true, err
+}
+
+// runTransform compiles (or takes from the cache) and runs d's
+// transformation, and checks the request it chose.
+func (t *Transport) runTransform(ctx context.Context, d *router.Delivery, body []byte) (transformed, error) {
+	sub := d.Subscription
 	code := sub.Transformation.Code
 	version := transform.SourceVersion(code)
 	if sub.Version > 0 {
@@ -76,9 +115,9 @@ func (t *Transport) transform(ctx context.Context, d *router.Delivery, body []by
 	prog, err := t.programs.Program(transform.CacheKey{SubscriptionID: sub.ID, Version: version}, code)
 	if err != nil {
 		if ce, isCompile := errors.AsType[*transform.CompileError](err); isCompile {
-			return transformed{}, true, &TransformError{Message: ce.Message, Line: ce.Line, Column: ce.Column}
+			return transformed{}, &TransformError{Kind: transform.KindCompile, Message: ce.Message, Line: ce.Line, Column: ce.Column}
 		}
-		return transformed{}, true, &TransformError{Message: err.Error()}
+		return transformed{}, &TransformError{Kind: transform.KindCompile, Message: err.Error()}
 	}
 	j := d.Job
 	headers := make(map[string]string, len(j.Headers))
@@ -95,25 +134,25 @@ func (t *Transport) transform(ctx context.Context, d *router.Delivery, body []by
 	out, err := t.cfg.Transform.Run(ctx, prog, in)
 	if err != nil {
 		if re, isRun := errors.AsType[*transform.RunError](err); isRun {
-			return transformed{}, true, &TransformError{
-				Message: string(re.Kind) + ": " + re.Message, Line: re.Line, Column: re.Column,
+			return transformed{}, &TransformError{
+				Kind: re.Kind, Message: string(re.Kind) + ": " + re.Message, Line: re.Line, Column: re.Column,
 			}
 		}
-		return transformed{}, true, fmt.Errorf("%w: %w", errTransformRun, err)
+		return transformed{}, fmt.Errorf("%w: %w", errTransformRun, err)
 	}
 	if out.Cancel {
-		return transformed{}, true, errTransformCancelled
+		return transformed{}, errTransformCancelled
 	}
 	if err := checkTransformed(&out, j.TargetURL, sub.Auth != nil || sub.TLS != nil); err != nil {
-		return transformed{}, true, err
+		return transformed{}, err
 	}
-	res = transformed{method: out.Method, url: out.URL, headers: out.Headers, changed: out.PayloadChanged}
+	res := transformed{method: out.Method, url: out.URL, headers: out.Headers, changed: out.PayloadChanged}
 	if out.PayloadChanged {
 		res.body, res.contentType = out.Body(), out.ContentType()
 	} else if ct, set := out.Headers["content-type"]; set {
 		res.contentType = ct
 	}
-	return res, true, nil
+	return res, nil
 }
 
 // checkTransformed checks the request a transformation chose: POST, PUT or
@@ -125,14 +164,14 @@ func checkTransformed(out *transform.Output, target string, credentialed bool) e
 	switch out.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch:
 	default:
-		return &TransformError{Message: fmt.Sprintf("invalid_result: method %q is not POST, PUT or PATCH", out.Method)}
+		return &TransformError{Kind: transform.KindInvalidResult, Message: fmt.Sprintf("invalid_result: method %q is not POST, PUT or PATCH", out.Method)}
 	}
 	u, err := url.Parse(out.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return &TransformError{Message: fmt.Sprintf("invalid_result: url %q is not an http or https URL", out.URL)}
+		return &TransformError{Kind: transform.KindInvalidResult, Message: fmt.Sprintf("invalid_result: url %q is not an http or https URL", out.URL)}
 	}
 	if credentialed && !transform.SameOrigin(target, out.URL) {
-		return &TransformError{Message: fmt.Sprintf(
+		return &TransformError{Kind: transform.KindInvalidResult, Message: fmt.Sprintf(
 			"invalid_result: url %q: with auth or tls only the path and query may change", out.URL)}
 	}
 	return nil

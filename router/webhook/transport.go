@@ -50,6 +50,10 @@ type Config struct {
 	// Transform runs subscriptions' transformations (API.md §16); nil
 	// turns them off: deliveries are sent as §6 renders them.
 	Transform *transform.Engine
+	// OnTransformFunc, when set, is told of every transformation run of a
+	// delivery (its outcome and duration): the metrics' hook. It must not
+	// block.
+	OnTransformFunc func(TransformRun)
 }
 
 // Transport delivers jobs as signed HTTP webhooks (API.md §6): it renders

@@ -416,7 +416,7 @@ func TestRunOutputBodyHelpers(t *testing.T) {
 	o := Output{Payload: json.RawMessage(`"a\nb"`), PayloadIsString: true}
 	require.Equal(t, "a\nb", string(o.Body()))
 	require.True(t, strings.HasPrefix(o.ContentType(), "text/plain"))
-	require.Len(t, Kinds(), 5)
+	require.Len(t, Kinds(), 6)
 }
 
 // The input is built as JSON.parse would: keys in order, "__proto__" and

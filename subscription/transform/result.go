@@ -104,11 +104,15 @@ const (
 	KindTooLarge Kind = "too_large"
 	// KindMemory is a run stopped for allocating more than its memory bound.
 	KindMemory Kind = "memory"
+	// KindCompile is code that does not compile met at delivery: the API
+	// refuses such code, so only a source stored before a stricter
+	// [Compile] gets there. No RunError has it; the delivery path reports it.
+	KindCompile Kind = "compile"
 )
 
 // Kinds lists every Kind, for a metric's label values.
 func Kinds() []Kind {
-	return []Kind{KindThrow, KindTimeout, KindInvalidResult, KindTooLarge, KindMemory}
+	return []Kind{KindThrow, KindTimeout, KindInvalidResult, KindTooLarge, KindMemory, KindCompile}
 }
 
 // RunError is a failed run: at delivery a non-retryable failed attempt whose
