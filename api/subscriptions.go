@@ -70,14 +70,16 @@ func (s *Server) listSubscriptions(c *gin.Context) error {
 	if status != "" && status != subscription.StatusActive && status != subscription.StatusPaused {
 		return unprocessable("status must be ACTIVE or PAUSED", FieldError{Pointer: "", Message: "query parameter status must be ACTIVE or PAUSED"})
 	}
-	p := &subscription.ListParams{Status: status, EventType: c.Query("eventType"), Limit: limit, Cursor: cursor}
+	p := &subscription.ListParams{
+		Status: status, EventType: c.Query("eventType"), DestinationType: c.Query("destinationType"), Limit: limit, Cursor: cursor,
+	}
 	if v, ok := c.GetQuery("clientId"); ok {
 		p.ClientID = &v
 	}
-	if p.EventType != "" && !strings.Contains(p.EventType, "*") {
+	if p.DestinationType != "" || p.EventType != "" && !strings.Contains(p.EventType, "*") {
 		// ?eventType=<code> lists the subscriptions that receive events of
-		// that type, through patterns too; the page is cut here, newest
-		// first.
+		// that type, through patterns too, and ?destinationType= those of
+		// one kind (API.md §15); the page is cut here, newest first.
 		all, err := s.subscriptions.ListReceiving(c.Request.Context(), p)
 		if err != nil {
 			return err
@@ -114,8 +116,15 @@ func (s *Server) patchSubscription(c *gin.Context) error {
 		}
 		// Members a client cannot set are dropped before decoding, so a
 		// wrong type there is ignored rather than reported.
-		for _, immutable := range []string{"id", "createdAt", "updatedAt", "secret"} {
+		for _, immutable := range []string{"id", "createdAt", "updatedAt", "secret", "targetUrl"} {
 			delete(patch, immutable)
+		}
+		if raw, ok := patch["target"]; ok && string(raw) == "null" {
+			// "target": null removes the target (a subscription moving to a
+			// destination, API.md §15); decoding null into a string would
+			// leave it as stored.
+			sub.Target = ""
+			delete(patch, "target")
 		}
 		if raw, ok := patch["clientId"]; ok {
 			// API.md §11: a subscription's client cannot change.

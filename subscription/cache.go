@@ -211,6 +211,22 @@ func (c *Cache) BindsEventType(ctx context.Context, code string) (bool, error) {
 	return ix.BindsEventType(code), nil
 }
 
+// PoolUser returns the code of a subscription that delivers through the
+// dispatch pool poolID, or "" when none does: the pool service's check
+// before deleting a pool.
+func (c *Cache) PoolUser(ctx context.Context, poolID string) (string, error) {
+	ix, err := c.Index(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, sub := range ix.Subscriptions() {
+		if sub.DispatchPoolID != nil && *sub.DispatchPoolID == poolID {
+			return sub.Code, nil
+		}
+	}
+	return "", nil
+}
+
 // Invalidate makes the next Match or Index rebuild from the store. Call it
 // after storing a change to a subscription.
 func (c *Cache) Invalidate() { c.wanted.Add(1) }

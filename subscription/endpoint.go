@@ -10,7 +10,8 @@ import (
 )
 
 // MapSecrets returns a copy of s whose secrets — the values of its signing
-// secrets, its auth secrets and its TLS client key — are f of the
+// secrets, its auth secrets, its TLS client key, and its destination as a
+// whole (see mapDestinationSecrets) — are f of the
 // originals (the store adapters seal and open them with it). s is not
 // changed; f's first error is returned.
 func (s *Subscription) MapSecrets(f func(string) (string, error)) (*Subscription, error) {
@@ -29,6 +30,9 @@ func (s *Subscription) MapSecrets(f func(string) (string, error)) (*Subscription
 	}
 	if c.TLS, err = s.TLS.MapSecrets(f); err != nil {
 		return nil, fmt.Errorf("tls of subscription %s: %w", s.ID, err)
+	}
+	if c.Destination, err = mapDestinationSecrets(s.Destination, f); err != nil {
+		return nil, fmt.Errorf("destination of subscription %s: %w", s.ID, err)
 	}
 	return &c, nil
 }

@@ -36,12 +36,13 @@ type Health struct {
 // stored (read in one call) at now; a subscription with no stored circuit
 // keeps nil, which renders CLOSED. Get, List, Patch, Pause and Resume call
 // it on what they return; a caller that pages ListReceiving's result calls
-// it on the page.
+// it on the page. It also sets the masked destination answers show.
 func (s *Service) WithCircuits(ctx context.Context, subs ...*Subscription) error {
 	return s.withCircuits(ctx, subs...)
 }
 
 func (s *Service) withCircuits(ctx context.Context, subs ...*Subscription) error {
+	s.withDestinationViews(subs...) // destination.go: every answer shows it masked
 	ids := make([]string, 0, len(subs))
 	for _, sub := range subs {
 		if sub.Delivery != dispatch.DeliveryPull {

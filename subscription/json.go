@@ -9,11 +9,19 @@ import (
 
 // MarshalJSON renders the subscription in the API's form, timestamps in the
 // gateway's format, empty lists as [] (never null) and the write-only
-// secrets of auth and tls as "***".
+// secrets of auth and tls as "***", and the destination as the Service
+// masked it (its type only when the Service did not: a destination is
+// never shown with its secrets).
 func (s Subscription) MarshalJSON() ([]byte, error) {
 	type plain Subscription
 	p := plain(s)
 	p.Auth, p.TLS = s.Auth.Masked(), s.TLS.Masked()
+	if s.HasDestination() {
+		p.Destination = s.destinationView
+		if p.Destination == nil {
+			p.Destination = typeOnlyView(s.DestinationType())
+		}
+	}
 	if p.EventTypes == nil {
 		p.EventTypes = []Binding{}
 	}

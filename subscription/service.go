@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/hooklane/hooklane/destination"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/dispatch/health"
 	"github.com/hooklane/hooklane/dispatch/pool"
@@ -62,6 +65,11 @@ type ServiceConfig struct {
 	// webhook.CheckTarget, which cannot be called directly: webhook
 	// imports this package. Nil skips the check (private targets allowed).
 	PublicHostFunc func(ctx context.Context, host string) (bool, error)
+	// Destinations are the message-broker types a subscription may deliver
+	// to (API.md §15). It decodes, validates and masks destinations; the
+	// broker addresses pass PublicHostFunc as a target's host does. Nil
+	// refuses every destination.
+	Destinations *destination.Registry
 	// OnChangeFunc is called after every stored change, so this instance's
 	// matching sees it at once (the Cache's Invalidate in production).
 	// Nil calls nothing.
@@ -118,14 +126,22 @@ func (s *Service) now() time.Time { return s.cfg.NowFunc().UTC().Truncate(time.M
 // reported at once, as a *Rejection, except the address checks, which run
 // only on an otherwise valid subscription (they may wait for DNS).
 func (s *Service) Check(ctx context.Context, sub *Subscription) error {
-	return s.check(ctx, sub, nil)
+	return s.check(ctx, sub, nil, nil)
 }
 
 // check is Check with problems found before it, extra, reported with the
-// subscription's own (a PATCH's stored secrets sent to a new place).
-func (s *Service) check(ctx context.Context, sub *Subscription, extra []FieldError) error {
+// subscription's own (a PATCH's stored secrets sent to a new place), and
+// the destination stored before a PATCH (nil on create), whose secrets a
+// "***" keeps. A valid destination is left in sub in its stored form.
+func (s *Service) check(ctx context.Context, sub *Subscription, extra []FieldError, stored *destination.Destination) error {
 	sub.normalizeTransformation()
+	sub.normalizeDestination()
 	errs := append(sub.Validate(), extra...)
+	dest, destErrs, err := s.decodeDestination(sub, stored) // destination.go
+	if err != nil {
+		return err
+	}
+	errs = append(errs, destErrs...)
 	if sub.DispatchPoolID != nil && *sub.DispatchPoolID != "" {
 		_, err := s.cfg.Store.PoolGetByID(ctx, *sub.DispatchPoolID)
 		switch {
@@ -146,6 +162,13 @@ func (s *Service) check(ctx context.Context, sub *Subscription, extra []FieldErr
 		if msg := s.checkTarget(ctx, sub.Auth.TokenURL); msg != "" {
 			errs = append(errs, FieldError{Pointer: "/auth/tokenUrl", Message: msg})
 		}
+	}
+	if len(errs) == 0 && dest != nil {
+		addrErrs, err := s.checkDestinationAddresses(ctx, dest)
+		if err != nil {
+			return err
+		}
+		errs = append(errs, addrErrs...)
 	}
 	if len(errs) > 0 {
 		return &Rejection{Detail: rejectionDetail(errs), Errors: errs}
@@ -242,13 +265,22 @@ func (s *Service) list(ctx context.Context, p *ListParams) (*Page, error) {
 }
 
 // ListReceiving returns every subscription that receives events of type
-// p.EventType, an exact code: one with a binding equal to it or with a
-// pattern matching it. p's other filters hold; its Limit and Cursor are
+// p.EventType when it is an exact code (one with a binding equal to it or
+// with a pattern matching it; a pattern keeps the bindings equal to it, as
+// List does) and is of kind p.DestinationType when set (see
+// CheckDestinationType). p's other filters hold; its Limit and Cursor are
 // ignored (the caller pages the result, then calls WithCircuits on the
 // page).
 func (s *Service) ListReceiving(ctx context.Context, p *ListParams) ([]*Subscription, error) {
+	if err := s.CheckDestinationType(p.DestinationType); err != nil {
+		return nil, err
+	}
 	q := *p
-	q.EventType, q.Limit, q.Cursor = "", listPageSize, ""
+	exact := p.EventType != "" && !strings.Contains(p.EventType, "*")
+	if exact {
+		q.EventType = ""
+	}
+	q.Limit, q.Cursor = listPageSize, ""
 	var out []*Subscription
 	for {
 		pg, err := s.list(ctx, &q)
@@ -256,7 +288,7 @@ func (s *Service) ListReceiving(ctx context.Context, p *ListParams) ([]*Subscrip
 			return nil, err
 		}
 		for _, sub := range pg.Subscriptions {
-			if sub.receives(p.EventType) {
+			if (!exact || sub.receives(p.EventType)) && sub.isKind(p.DestinationType) {
 				out = append(out, sub)
 			}
 		}
@@ -300,13 +332,14 @@ func (s *Service) Patch(ctx context.Context, id string, merge func(*Subscription
 	next, err := s.update(ctx, id, func(cur *Subscription) (*Subscription, error) {
 		next := *cur
 		next.Transformation = CloneTransformation(cur.Transformation) // the merge decodes into it
+		next.Destination = slices.Clone(cur.Destination)             // so does it, in place
 		ep := beginEndpointPatch(&next)
 		if err := merge(&next); err != nil {
 			return nil, err
 		}
 		moved := ep.finish(&next, cur)
 		next.ID, next.CreatedAt, next.Secrets, next.Version = cur.ID, cur.CreatedAt, cur.Secrets, cur.Version
-		if err := s.check(ctx, &next, moved); err != nil {
+		if err := s.check(ctx, &next, moved, s.storedDestination(cur)); err != nil {
 			return nil, err
 		}
 		return &next, nil

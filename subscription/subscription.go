@@ -35,6 +35,15 @@ type Subscription struct {
 	EventTypes     []Binding         `json:"eventTypes"`
 	Filters        []Filter          `json:"filters"`
 	Target         string            `json:"target"`
+	// Destination is the message broker the subscription delivers to
+	// instead of a target (API.md §15): as a request sends it until the
+	// Service decodes it, then in its stored form, secrets in clear. Nil
+	// for an HTTP target. Answers show it masked (MarshalJSON).
+	Destination json.RawMessage `json:"destination"`
+	// TargetURL is where a destination delivers, without secrets
+	// ("kafka://broker-1:9092/orders"), set by the Service when it decodes
+	// the destination; "" without one. Jobs carry it as their targetUrl.
+	TargetURL string `json:"targetUrl,omitempty"`
 	Headers        map[string]string `json:"headers"`
 	Mode           dispatch.Mode     `json:"mode"`
 	Delivery       dispatch.Delivery `json:"delivery"`
@@ -74,6 +83,10 @@ type Subscription struct {
 	// between (an auto-disable, another instance's change), so that no
 	// write puts back what it did not see. Kept by the store, not shown.
 	Version int64 `json:"-"`
+
+	// destinationView is the masked destination answers show, set by the
+	// Service; nil until then (MarshalJSON then shows the type only).
+	destinationView json.RawMessage
 }
 
 // Binding ties a subscription to an event type code or pattern.
@@ -139,6 +152,11 @@ type ListParams struct {
 	ClientID *string
 	// EventType keeps subscriptions with a binding whose code equals it.
 	EventType string
+	// DestinationType keeps subscriptions of one kind (API.md §15): a
+	// destination type ("kafka"), or DestinationWebhook for push
+	// subscriptions with an HTTP target. The Service filters on it
+	// (ListMatching); the stores ignore it.
+	DestinationType string
 	Limit     int
 	Cursor    string
 }
@@ -153,7 +171,7 @@ type Page struct {
 // its jobs.
 func (s *Subscription) JobSettings() *dispatch.Settings {
 	set := &dispatch.Settings{
-		SubscriptionID: s.ID, Subscription: s.Code, Target: s.Target, Headers: s.Headers,
+		SubscriptionID: s.ID, Subscription: s.Code, Target: s.DeliveryTarget(), Headers: s.Headers,
 		Mode: s.Mode, Delivery: s.Delivery, TimeoutSeconds: s.TimeoutSeconds, MaxAgeSeconds: s.MaxAgeSeconds,
 		DelaySeconds: s.DelaySeconds, DataOnly: s.DataOnly, Retry: s.Retry,
 	}

@@ -122,9 +122,15 @@ func (s *Subscription) Validate() []FieldError {
 		}
 	}
 
-	if s.Target != "" || s.Delivery != dispatch.DeliveryPull {
+	switch {
+	case s.HasDestination():
+		errs = append(errs, s.validateDestinationShape()...) // destination.go
+	case s.Target != "" || s.Delivery != dispatch.DeliveryPull:
 		if err := ValidateTargetURL(s.Target); err != nil {
 			add("/target", err.Error())
+		}
+		if s.Target == "" {
+			add("/destination", "a push subscription needs a target or a destination")
 		}
 	}
 	headerErrs, eachHeader := s.validateHeaderBounds() // limits_endpoint.go

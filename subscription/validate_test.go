@@ -104,7 +104,7 @@ func TestValidate(t *testing.T) {
 		{"bad filter op", func(s *Subscription) { s.Filters[1].Op = "between" }, []string{"/filters/1/op"}},
 		{"bad filter field", func(s *Subscription) { s.Filters[0].Field = "data." }, []string{"/filters/0/field"}},
 		{"bad filter value", func(s *Subscription) { s.Filters[0].Op = OpIn }, []string{"/filters/0/value"}},
-		{"no target", func(s *Subscription) { s.Target = "" }, []string{"/target"}},
+		{"no target", func(s *Subscription) { s.Target = "" }, []string{"/target", "/destination"}},
 		{"pull needs no target", func(s *Subscription) { s.Target = ""; s.Delivery = dispatch.DeliveryPull }, nil},
 		{"ftp target", func(s *Subscription) { s.Target = "ftp://example.com/x" }, []string{"/target"}},
 		{"relative target", func(s *Subscription) { s.Target = "/hooks" }, []string{"/target"}},

@@ -37,7 +37,7 @@ func (s *Store) SecretSealAll(ctx context.Context) (secretbox.Census, error) {
 		}
 		nd := toSubscriptionDoc(sealed)
 		_, err = s.subscriptions.UpdateOne(ctx, bson.D{{Key: "_id", Value: d.ID}, {Key: "updatedAt", Value: d.UpdatedAt}},
-			bson.D{{Key: "$set", Value: bson.D{{Key: "secrets", Value: nd.Secrets}, {Key: "auth", Value: nd.Auth}, {Key: "tls", Value: nd.TLS}}}})
+			bson.D{{Key: "$set", Value: bson.D{{Key: "secrets", Value: nd.Secrets}, {Key: "auth", Value: nd.Auth}, {Key: "tls", Value: nd.TLS}, {Key: "destination", Value: nd.Destination}}}})
 		if err != nil {
 			return fmt.Errorf("rewrite subscription %s: %w", d.ID, translate(ctx, err))
 		}

@@ -2,6 +2,7 @@ package mongostore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -46,6 +47,11 @@ type subscriptionDoc struct {
 	// Transformation is the subscription's JavaScript handler (API.md
 	// §16); absent for none.
 	Transformation *transformationDoc `bson:"transformation,omitempty"`
+	// Destination is the message broker (API.md §15) as the subscription
+	// keeps it, its JSON text (sealed whole when the store has a key);
+	// TargetURL its targetUrl. Absent for an HTTP target.
+	Destination string `bson:"destination,omitempty"`
+	TargetURL   string `bson:"targetUrl,omitempty"`
 	Secrets        []secretDoc        `bson:"secrets"`
 	CreatedAt      time.Time          `bson:"createdAt"`
 	UpdatedAt      time.Time          `bson:"updatedAt"`
@@ -141,6 +147,8 @@ func toSubscriptionDoc(s *subscription.Subscription) *subscriptionDoc {
 		Auth:           toAuthDoc(s.Auth),
 		TLS:            toTLSDoc(s.TLS),
 		Transformation: toTransformationDoc(s.Transformation),
+		Destination:    string(s.Destination),
+		TargetURL:      s.TargetURL,
 		Secrets: mapSlice(s.Secrets, func(x *subscription.Secret) secretDoc {
 			return secretDoc{Value: x.Value, ExpiresAt: msPtr(x.ExpiresAt)}
 		}),
@@ -190,6 +198,8 @@ func (d *subscriptionDoc) asDomain() *subscription.Subscription {
 		Auth:           d.Auth.asDomain(),
 		TLS:            d.TLS.asDomain(),
 		Transformation: d.Transformation.asDomain(),
+		Destination:    rawOrNil(d.Destination),
+		TargetURL:      d.TargetURL,
 		Secrets: mapSlice(d.Secrets, func(x *secretDoc) subscription.Secret {
 			return subscription.Secret{Value: x.Value, ExpiresAt: utcPtr(x.ExpiresAt)}
 		}),
@@ -333,4 +343,12 @@ func (s *Store) SubscriptionDelete(ctx context.Context, id string) error {
 // and delete of a subscription (by any instance); 0 before the first.
 func (s *Store) SubscriptionGeneration(ctx context.Context) (int64, error) {
 	return s.generation(ctx, genSubscriptions)
+}
+
+// rawOrNil is a stored JSON text as a raw message, nil when empty.
+func rawOrNil(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
 }

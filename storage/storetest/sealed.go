@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -64,6 +65,12 @@ func newSealedFixture(ids *idgen.Generator) *sealedFixture {
 	sub := b.newSubscription("sealed", nil)
 	sub.Auth = &endpoint.Auth{Type: endpoint.AuthOAuth2, TokenURL: "https://idp.example/token", ClientID: "gw", ClientSecret: "oauth-client-secret"}
 	sub.TLS = &endpoint.TLS{ClientCertificate: "client-cert-pem", ClientKey: "client-key-pem-of-sub", CACertificate: "ca-pem"}
+	// A destination is sealed whole, as one secret (its type stays in
+	// clear). The store does not check that a subscription has a target
+	// or a destination, not both.
+	sub.Destination = json.RawMessage(`{"type":"kafka","brokers":["kafka.example:9092"],"topic":"orders",` +
+		`"sasl":{"mechanism":"PLAIN","username":"gw","password":"kafka-sasl-password"}}`)
+	sub.TargetURL = "kafka://kafka.example:9092/orders"
 	sub.Secrets = []subscription.Secret{{Value: "whsec_bmV3LXNlYWxlZA=="}, {Value: "whsec_b2xkLXNlYWxlZA==", ExpiresAt: new(now.Add(time.Hour))}}
 	task := b.newJob(func(j *dispatch.Job) {
 		j.Kind, j.SubscriptionID, j.Subscription, j.MessageGroup = dispatch.KindTask, "", "", ""
@@ -73,10 +80,10 @@ func newSealedFixture(ids *idgen.Generator) *sealedFixture {
 	})
 	ev := b.newJob(func(j *dispatch.Job) { j.Secret = "" })
 	return &sealedFixture{
-		sub: sub, task: task, eventJob: ev, secretsCount: 7,
+		sub: sub, task: task, eventJob: ev, secretsCount: 8,
 		everySecretText: []string{
 			"oauth-client-secret", "client-key-pem-of-sub", "whsec_bmV3LXNlYWxlZA==", "whsec_b2xkLXNlYWxlZA==",
-			"whsec_dGFzay1zZWFsZWQ=", "task-bearer-token", "client-key-pem-of-task",
+			"whsec_dGFzay1zZWFsZWQ=", "task-bearer-token", "client-key-pem-of-task", "kafka-sasl-password",
 		},
 	}
 }

@@ -123,6 +123,38 @@ func testSubscription(t *testing.T, newStore NewStoreFunc) {
 		require.Equal(t, &removed, got)
 	})
 
+	t.Run("DestinationRoundTrip", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		sub := b.newSubscription("broker", nil)
+		sub.Target = ""
+		sub.Destination = json.RawMessage(`{"type":"nats","url":"nats://127.0.0.1:4222","subject":"orders.created",` +
+			`"jetstream":true,"token":"nats-secret-token"}`)
+		sub.TargetURL = "nats://127.0.0.1:4222/orders.created"
+		require.NoError(t, b.store.SubscriptionInsert(b.ctx, sub))
+		got, err := b.store.SubscriptionGetByID(b.ctx, sub.ID)
+		require.NoError(t, err)
+		require.Equal(t, sub, got, "the destination, secrets in clear, and its targetUrl come back as written")
+
+		changed := *got
+		changed.Destination = json.RawMessage(`{"type":"kafka","brokers":["127.0.0.1:9092"],"topic":"orders"}`)
+		changed.TargetURL = "kafka://127.0.0.1:9092/orders"
+		changed.UpdatedAt = baseTime().Add(time.Minute)
+		require.NoError(t, b.store.SubscriptionUpdate(b.ctx, &changed))
+		all, err := b.store.SubscriptionListAll(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, []*subscription.Subscription{&changed}, all)
+
+		removed := changed
+		removed.Destination, removed.TargetURL, removed.Target = nil, "", "http://127.0.0.1:9/hook"
+		removed.UpdatedAt = baseTime().Add(2 * time.Minute)
+		require.NoError(t, b.store.SubscriptionUpdate(b.ctx, &removed))
+		got, err = b.store.SubscriptionGetByID(b.ctx, sub.ID)
+		require.NoError(t, err)
+		require.Nil(t, got.Destination, "an update without a destination removes it")
+		require.Equal(t, &removed, got)
+	})
+
 	t.Run("UniqueClientAndCode", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)
