@@ -101,6 +101,11 @@ type CircuitPolicy struct {
 	// Default CleanCircuitTTLDefault; negative reads the circuit on every
 	// gate and every success.
 	CleanTTL time.Duration
+	// DurableEvents stores the status events of every circuit transition
+	// and auto-disable a second time, as the Outbox of the write that
+	// causes them, for a relay to ingest as operational events (package
+	// ingest/operational): they survive a crash right after the write.
+	DurableEvents bool
 }
 
 // CircuitStore is the storage port of the circuits. Adapters live in
@@ -133,12 +138,27 @@ type CircuitStore interface {
 	SubscriptionDisable(ctx context.Context, p *SubscriptionDisableParams) (bool, error)
 }
 
+// OutboxStore is the storage port of the operational outbox: the status
+// events CircuitUpdate and SubscriptionDisable stored as their Outbox,
+// waiting for the relay that ingests them as operational events.
+type OutboxStore interface {
+	// OutboxList returns up to limit stored outbox events, oldest first.
+	OutboxList(ctx context.Context, limit int) ([]stream.Event, error)
+	// OutboxDelete removes the outbox events with the given ids; ids not
+	// stored are no error.
+	OutboxDelete(ctx context.Context, ids []string) error
+}
+
 // CircuitUpdateParams are the arguments of CircuitUpdate.
 type CircuitUpdateParams struct {
 	// Circuit is the new state; Circuit.Version is the version it was read
 	// at (0: not stored yet).
 	Circuit *Circuit
 	Events  []stream.Event
+	// Outbox are status events stored with the change, in the same
+	// transaction (or document write), as the operational outbox: they
+	// stay there until the relay deletes them (OutboxStore).
+	Outbox []stream.Event
 }
 
 // SubscriptionDisableParams are the arguments of SubscriptionDisable.
@@ -147,6 +167,9 @@ type SubscriptionDisableParams struct {
 	Reason         string
 	At             time.Time
 	Events         []stream.Event
+	// Outbox are status events stored with the change as the operational
+	// outbox (see CircuitUpdateParams.Outbox).
+	Outbox []stream.Event
 }
 
 // closedCircuit returns the clean circuit of a subscription that has none

@@ -75,7 +75,7 @@ func (lc *Lifecycle) Circuit(ctx context.Context, subscriptionID string) (*Circu
 // it won.
 func (lc *Lifecycle) writeCircuit(ctx context.Context, c *Circuit, events []stream.Event) (bool, error) {
 	lc.clean.forget(c.SubscriptionID)
-	err := lc.cfg.Circuit.Store.CircuitUpdate(ctx, &CircuitUpdateParams{Circuit: c, Events: events})
+	err := lc.cfg.Circuit.Store.CircuitUpdate(ctx, &CircuitUpdateParams{Circuit: c, Events: events, Outbox: lc.outbox(events)})
 	lc.clean.forget(c.SubscriptionID) // refuses the clean reads begun before the write landed
 	switch {
 	case err == nil:
@@ -409,7 +409,7 @@ func (lc *Lifecycle) disable(ctx context.Context, j *Job, c *Circuit, now time.T
 	}
 	events := []stream.Event{ev}
 	changed, err := lc.cfg.Circuit.Store.SubscriptionDisable(ctx, &SubscriptionDisableParams{
-		SubscriptionID: c.SubscriptionID, Reason: reason, At: now, Events: events,
+		SubscriptionID: c.SubscriptionID, Reason: reason, At: now, Events: events, Outbox: lc.outbox(events),
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -542,6 +542,16 @@ func (lc *Lifecycle) closeCircuit(ctx context.Context, subscriptionID, code stri
 		}
 	}
 	return fmt.Errorf("close circuit of subscription %s: %w", subscriptionID, store.ErrConflict)
+}
+
+// outbox returns the status events of a circuit or subscription write that
+// go to the operational outbox: all of them (every such event is an
+// operational one) when CircuitPolicy.DurableEvents is set, else none.
+func (lc *Lifecycle) outbox(events []stream.Event) []stream.Event {
+	if !lc.cfg.Circuit.DurableEvents {
+		return nil
+	}
+	return events
 }
 
 // circuitHook calls OnCircuitFunc when set.

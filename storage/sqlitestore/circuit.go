@@ -9,6 +9,7 @@ import (
 
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/store"
+	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
 )
 
@@ -90,6 +91,10 @@ func (s *Store) CircuitUpdate(ctx context.Context, p *dispatch.CircuitUpdatePara
 	if err != nil {
 		return fmt.Errorf("update circuit of subscription %s: %w", c.SubscriptionID, err)
 	}
+	outbox, err := newStatusEventRows(p.Outbox)
+	if err != nil {
+		return fmt.Errorf("update circuit of subscription %s: %w", c.SubscriptionID, err)
+	}
 	cols := []any{
 		string(c.State), c.ConsecutiveFailures, nullMillis(c.OpenedAt), nullMillis(c.NextProbeAt), c.Cooldown.Milliseconds(),
 		c.ProbeJobID, nullMillis(c.ProbeUntil), nullMillis(c.FailingSince), millis(c.UpdatedAt),
@@ -122,7 +127,7 @@ func (s *Store) CircuitUpdate(ctx context.Context, p *dispatch.CircuitUpdatePara
 				return err
 			}
 		}
-		return nil
+		return insertOutbox(ctx, tx, outbox)
 	})
 	if err != nil {
 		return fmt.Errorf("update circuit of subscription %s: %w", c.SubscriptionID, s.translate(err))
@@ -155,6 +160,10 @@ func (s *Store) SubscriptionDisable(ctx context.Context, p *dispatch.Subscriptio
 	if err != nil {
 		return false, fmt.Errorf("disable subscription %s: %w", p.SubscriptionID, err)
 	}
+	outbox, err := newStatusEventRows(p.Outbox)
+	if err != nil {
+		return false, fmt.Errorf("disable subscription %s: %w", p.SubscriptionID, err)
+	}
 	changed := false
 	err = s.write(ctx, func(ctx context.Context, tx *writeTx) error {
 		changed = false
@@ -180,12 +189,62 @@ func (s *Store) SubscriptionDisable(ctx context.Context, p *dispatch.Subscriptio
 				return err
 			}
 		}
+		if err := insertOutbox(ctx, tx, outbox); err != nil {
+			return err
+		}
 		return bumpGeneration(ctx, tx, "subscriptions")
 	})
 	if err != nil {
 		return false, fmt.Errorf("disable subscription %s: %w", p.SubscriptionID, s.translate(err))
 	}
 	return changed, nil
+}
+
+// insertOutbox stores operational outbox rows in the transaction of the
+// write that causes them, skipping stored ids.
+func insertOutbox(ctx context.Context, tx *writeTx, rows []*statusEventRow) error {
+	for _, r := range rows {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO operational_outbox (id, type, time, subject, data)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`, r.id, r.typ, r.time, r.subject, r.data); err != nil {
+			return fmt.Errorf("insert outbox event %s: %w", r.id, err)
+		}
+	}
+	return nil
+}
+
+// OutboxList returns up to limit operational outbox events, oldest first.
+func (s *Store) OutboxList(ctx context.Context, limit int) ([]stream.Event, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	events, err := s.queryStatusEvents(ctx, `SELECT id, type, time, subject, data FROM operational_outbox
+		ORDER BY id LIMIT ?`, limitOr(limit, 100))
+	if err != nil {
+		return nil, fmt.Errorf("list outbox: %w", err)
+	}
+	return events, nil
+}
+
+// OutboxDelete removes the operational outbox events with the given ids.
+func (s *Store) OutboxDelete(ctx context.Context, ids []string) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	err := s.write(ctx, func(ctx context.Context, tx *writeTx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM operational_outbox WHERE id IN (`+placeholders(len(args))+`)`, args...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete outbox events: %w", s.translate(err))
+	}
+	return nil
 }
 
 func (s *Store) queryCircuits(ctx context.Context, query string, args ...any) ([]*dispatch.Circuit, error) {

@@ -162,4 +162,79 @@ func testCircuit(t *testing.T, newStore NewStoreFunc) {
 		_, err = b.store.SubscriptionDisable(b.ctx, &dispatch.SubscriptionDisableParams{SubscriptionID: "missing", Reason: "x", At: at})
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
+
+	t.Run("Outbox", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		ob, ok := b.store.(dispatch.OutboxStore)
+		if !ok {
+			t.Skip("the adapter holds no circuits' operational outbox (dispatch.OutboxStore)")
+		}
+		list := func(limit int) []stream.Event {
+			t.Helper()
+			got, err := ob.OutboxList(b.ctx, limit)
+			require.NoError(t, err)
+			return got
+		}
+		require.Empty(t, list(10))
+		circuitEvent := func(typ string, at time.Time) stream.Event {
+			e := b.statusEvent(typ, "sub-1", at)
+			e.Data = stream.Data{Subscription: "orders", Reason: "10 consecutive failed attempts, the last: HTTP 503", ConsecutiveFailures: 10, NextProbeAt: new(at.Add(time.Minute))}
+			return e
+		}
+
+		// An opening stores its outbox event with the circuit.
+		c := newCircuit("sub-1")
+		o1 := circuitEvent(stream.TypeSubscriptionCircuitOpened, baseTime())
+		require.NoError(t, b.store.CircuitUpdate(b.ctx, &dispatch.CircuitUpdateParams{Circuit: c, Events: []stream.Event{o1}, Outbox: []stream.Event{o1}}))
+		require.Equal(t, []stream.Event{o1}, list(10), "the outbox event is stored with the insert")
+
+		// A later transition adds its own and keeps the one not relayed.
+		closed := &dispatch.Circuit{SubscriptionID: "sub-1", State: dispatch.CircuitClosed, UpdatedAt: baseTime().Add(time.Second), Version: 1}
+		o2 := circuitEvent(stream.TypeSubscriptionCircuitClosed, baseTime().Add(time.Second))
+		require.NoError(t, b.store.CircuitUpdate(b.ctx, &dispatch.CircuitUpdateParams{Circuit: closed, Events: []stream.Event{o2}, Outbox: []stream.Event{o2}}))
+		require.Equal(t, []stream.Event{o1, o2}, list(10))
+
+		// A write that loses the version check stores no outbox event.
+		stale := newCircuit("sub-1")
+		stale.Version = 1
+		o3 := circuitEvent(stream.TypeSubscriptionCircuitOpened, baseTime().Add(2*time.Second))
+		require.ErrorIs(t, b.store.CircuitUpdate(b.ctx, &dispatch.CircuitUpdateParams{Circuit: stale, Outbox: []stream.Event{o3}}), store.ErrStale)
+		require.Equal(t, []stream.Event{o1, o2}, list(10), "a refused write stores no outbox event")
+
+		// An auto-disable stores its outbox event with the subscription.
+		sub := b.newSubscription("orders", nil)
+		require.NoError(t, b.store.SubscriptionInsert(b.ctx, sub))
+		o4 := b.statusEvent(stream.TypeSubscriptionDisabled, sub.ID, baseTime().Add(3*time.Second))
+		o4.Data = stream.Data{Subscription: "orders", Reason: "every attempt failed", ConsecutiveFailures: 12}
+		changed, err := b.store.SubscriptionDisable(b.ctx, &dispatch.SubscriptionDisableParams{
+			SubscriptionID: sub.ID, Reason: "every attempt failed", At: baseTime(), Events: []stream.Event{o4}, Outbox: []stream.Event{o4},
+		})
+		require.NoError(t, err)
+		require.True(t, changed)
+		o5 := b.statusEvent(stream.TypeSubscriptionDisabled, sub.ID, baseTime().Add(4*time.Second))
+		changed, err = b.store.SubscriptionDisable(b.ctx, &dispatch.SubscriptionDisableParams{
+			SubscriptionID: sub.ID, Reason: "again", At: baseTime(), Outbox: []stream.Event{o5},
+		})
+		require.NoError(t, err)
+		require.False(t, changed)
+		require.Equal(t, []stream.Event{o1, o2, o4}, list(10), "oldest first; a disable that changed nothing stores none")
+		require.Equal(t, []stream.Event{o1, o2}, list(2), "at most limit")
+
+		// The relay deletes what it ingested; unknown ids are no error.
+		require.NoError(t, ob.OutboxDelete(b.ctx, []string{o1.ID, o4.ID, "missing"}))
+		require.Equal(t, []stream.Event{o2}, list(10))
+		// A transition after a delete neither brings the deleted back nor
+		// drops the one left.
+		opened := newCircuit("sub-1")
+		opened.Version = 2
+		require.NoError(t, b.store.CircuitUpdate(b.ctx, &dispatch.CircuitUpdateParams{Circuit: opened}))
+		require.Equal(t, []stream.Event{o2}, list(10))
+		got, err := b.store.CircuitGet(b.ctx, "sub-1")
+		require.NoError(t, err)
+		require.Equal(t, opened, got, "the outbox is not part of the circuit")
+		require.NoError(t, ob.OutboxDelete(b.ctx, []string{o2.ID}))
+		require.Empty(t, list(10))
+		require.NoError(t, ob.OutboxDelete(b.ctx, nil))
+	})
 }
