@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,18 +87,6 @@ func New(cfg Config) *Engine {
 // Config is the engine's configuration with its defaults applied.
 func (e *Engine) Config() Config { return e.cfg }
 
-// inputJSON is the handler's argument as JSON; url is left out when empty.
-type inputJSON struct {
-	Method    string            `json:"method"`
-	URL       string            `json:"url,omitempty"`
-	Headers   map[string]string `json:"headers"`
-	Payload   json.RawMessage   `json:"payload"`
-	EventType string            `json:"eventType"`
-	EventID   string            `json:"eventId"`
-	Attempt   int               `json:"attempt"`
-	Cancel    bool              `json:"cancel"`
-}
-
 // outcome is what a run's goroutine hands back.
 type outcome struct {
 	out Output
@@ -109,13 +99,6 @@ type outcome struct {
 // [KindTimeout] RunError. Run returns within Timeout plus [AbandonGrace]
 // whatever the handler does.
 func (e *Engine) Run(ctx context.Context, prog *Program, in Input) (Output, error) {
-	raw, err := json.Marshal(inputJSON{
-		Method: in.Method, URL: in.URL, Headers: orEmpty(in.Headers), Payload: orNull(in.Payload),
-		EventType: in.EventType, EventID: in.EventID, Attempt: in.Attempt, Cancel: in.Cancel,
-	})
-	if err != nil {
-		return Output{}, fmt.Errorf("encode transformation input: %w", err)
-	}
 	select {
 	case e.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -131,7 +114,7 @@ func (e *Engine) Run(ctx context.Context, prog *Program, in Input) (Output, erro
 	stopCtx := context.AfterFunc(ctx, func() { sb.rt.Interrupt(KindTimeout) })
 	done := make(chan outcome, 1)
 	go func() {
-		out, err := e.runIn(sb, prog, in, raw)
+		out, err := e.runIn(sb, prog, in)
 		if err != nil {
 			err = e.runError(sb, r, err)
 		}
@@ -171,17 +154,23 @@ func (e *Engine) sandbox() (*sandbox, error) {
 
 // runIn runs the handler in sb; everything that can call into JavaScript
 // (the handler, getters on its result) runs here, under the interrupt.
-func (e *Engine) runIn(sb *sandbox, prog *Program, in Input, raw []byte) (Output, error) {
+func (e *Engine) runIn(sb *sandbox, prog *Program, in Input) (Output, error) {
 	rt := sb.rt
-	arg, err := jsonToValue(rt, raw)
+	arg, payloadIn, canonical, err := buildInput(rt, in)
 	if err != nil {
-		return Output{}, fmt.Errorf("parse input: %w", err)
+		return Output{}, err
 	}
-	argObj := arg.ToObject(rt)
-	payloadIn := argObj.Get("payload")
-	canonIn, err := sb.origStringify(goja.Undefined(), payloadIn)
-	if err != nil {
-		return Output{}, fmt.Errorf("input payload: %w", err)
+	// canonIn is JSON.stringify of the input payload, to tell whether the
+	// handler changed it. A canonical input's text is its own; any other is
+	// stringified before the handler runs (the handler may change the
+	// payload in place).
+	canonIn := string(orNull(in.Payload))
+	if !canonical {
+		v, err := sb.origStringify(goja.Undefined(), payloadIn)
+		if err != nil {
+			return Output{}, fmt.Errorf("input payload: %w", err)
+		}
+		canonIn = v.String()
 	}
 	wrapper, err := rt.RunProgram(prog.prog)
 	if err != nil {
@@ -203,7 +192,52 @@ func (e *Engine) runIn(sb *sandbox, prog *Program, in Input, raw []byte) (Output
 	if err != nil {
 		return Output{}, err
 	}
-	return e.output(sb, res, in, canonIn.String())
+	return e.output(sb, res, in, canonIn)
+}
+
+// buildInput makes the handler's argument (API.md §16) in rt, as JSON.parse
+// of its JSON would: own data properties in the order method, url (left out
+// when empty), headers, payload, eventType, eventId, attempt, cancel. Only
+// the payload is parsed; canonical reports that its text is what
+// JSON.stringify prints for it (see jsonToValue).
+func buildInput(rt *goja.Runtime, in Input) (arg *goja.Object, payload goja.Value, canonical bool, err error) {
+	payload, canonical, err = jsonToValue(rt, orNull(in.Payload))
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("parse input payload: %w", err)
+	}
+	headers := rt.NewObject()
+	for _, k := range slices.Sorted(maps.Keys(in.Headers)) {
+		if err := define(headers, k, rt.ToValue(in.Headers[k])); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	arg = rt.NewObject()
+	members := []struct {
+		name string
+		v    goja.Value
+	}{
+		{"method", rt.ToValue(in.Method)}, {"url", rt.ToValue(in.URL)}, {"headers", headers}, {"payload", payload},
+		{"eventType", rt.ToValue(in.EventType)}, {"eventId", rt.ToValue(in.EventID)},
+		{"attempt", rt.ToValue(in.Attempt)}, {"cancel", rt.ToValue(in.Cancel)},
+	}
+	for _, m := range members {
+		if m.name == "url" && in.URL == "" {
+			continue
+		}
+		if err := define(arg, m.name, m.v); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	return arg, payload, canonical, nil
+}
+
+// define gives obj an own, writable, enumerable, configurable data
+// property, as JSON.parse makes them ("__proto__" included).
+func define(obj *goja.Object, name string, v goja.Value) error {
+	if err := obj.DefineDataProperty(name, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE); err != nil {
+		return fmt.Errorf("input key %q: %w", truncate(name, 100), err)
+	}
+	return nil
 }
 
 // output validates the handler's result against §16 and fills in the members
@@ -466,13 +500,6 @@ func position(stack []goja.StackFrame) (line, col int) {
 		return line, col
 	}
 	return 0, 0
-}
-
-func orEmpty(h map[string]string) map[string]string {
-	if h == nil {
-		return map[string]string{}
-	}
-	return h
 }
 
 func orNull(p json.RawMessage) json.RawMessage {

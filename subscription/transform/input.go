@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 )
@@ -13,27 +15,37 @@ import (
 var errInputJSON = errors.New("invalid JSON")
 
 // jsonToValue builds the JavaScript value of a JSON text (the handler's
-// input) directly, as JSON.parse would: plain objects with their keys in
+// payload) directly, as JSON.parse would: plain objects with their keys in
 // order, own data properties (so a "__proto__" or "constructor" key is an
 // ordinary property). goja's own JSON.parse goes through encoding/json's
 // token stream, which costs more than the rest of a run together.
-func jsonToValue(rt *goja.Runtime, data []byte) (goja.Value, error) { //nolint:ireturn // goja values are an interface
-	p := jsonParser{rt: rt, data: data}
-	v, err := p.value(0)
+//
+// canonical reports that data is exactly what JSON.stringify prints for the
+// value built: compact, keys in their JavaScript order and each once,
+// numbers and strings written as JavaScript writes them. The engine then
+// compares the handler's payload with data itself instead of stringifying
+// the input (a third of a run's cost). It errs towards false: a text it is
+// unsure of is stringified.
+func jsonToValue(rt *goja.Runtime, data []byte) (v goja.Value, canonical bool, err error) { //nolint:ireturn // goja values are an interface
+	p := jsonParser{rt: rt, data: data, canonical: true}
+	v, err = p.value(0)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	p.space()
 	if p.i != len(p.data) {
-		return nil, p.fail("trailing data")
+		return nil, false, p.fail("trailing data")
 	}
-	return v, nil
+	return v, p.canonical, nil
 }
 
 type jsonParser struct {
 	rt   *goja.Runtime
 	data []byte
 	i    int
+	// canonical is false once the text read differs, or may differ, from
+	// what JSON.stringify prints for the value built.
+	canonical bool
 }
 
 func (p *jsonParser) fail(what string) error {
@@ -44,6 +56,7 @@ func (p *jsonParser) space() {
 	for p.i < len(p.data) {
 		switch p.data[p.i] {
 		case ' ', '\t', '\n', '\r':
+			p.canonical = false
 			p.i++
 		default:
 			return
@@ -103,6 +116,12 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 		if err != nil {
 			return nil, err
 		}
+		if p.canonical && (isDigits(key) || obj.Get(key) != nil) {
+			// JavaScript puts index keys first, a repeated key keeps its
+			// first place, and a key the prototype has is not worth the
+			// doubt.
+			p.canonical = false
+		}
 		p.space()
 		if p.i >= len(p.data) || p.data[p.i] != ':' {
 			return nil, p.fail("expected ':'")
@@ -112,8 +131,8 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 		if err != nil {
 			return nil, err
 		}
-		if err := obj.DefineDataProperty(key, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE); err != nil {
-			return nil, fmt.Errorf("input key %q: %w", truncate(key, 100), err)
+		if err := define(obj, key, v); err != nil {
+			return nil, err
 		}
 		p.space()
 		if p.i >= len(p.data) {
@@ -166,15 +185,23 @@ func (p *jsonParser) array(depth int) (goja.Value, error) { //nolint:ireturn // 
 func (p *jsonParser) str() (string, error) {
 	start := p.i
 	p.i++ // "
-	escaped := false
+	escaped, ascii := false, true
 	for p.i < len(p.data) {
 		switch c := p.data[p.i]; {
 		case c == '\\':
 			escaped = true
+			if p.i+1 < len(p.data) && !shortEscape(p.data[p.i+1]) {
+				p.canonical = false // \u and \/ are written otherwise by JSON.stringify
+			}
 			p.i += 2
 			continue
+		case c >= utf8.RuneSelf:
+			ascii = false
 		case c == '"':
 			p.i++
+			if !ascii && p.canonical && !canonicalUTF8(p.data[start+1:p.i-1]) {
+				p.canonical = false
+			}
 			if !escaped {
 				return string(p.data[start+1 : p.i-1]), nil
 			}
@@ -206,11 +233,61 @@ func (p *jsonParser) number() (goja.Value, error) { //nolint:ireturn // goja val
 		return nil, p.fail("unexpected character")
 	}
 	if n, err := strconv.ParseInt(text, 10, 64); err == nil && n >= -(1<<53) && n <= 1<<53 {
+		if p.canonical && strconv.FormatInt(n, 10) != text {
+			p.canonical = false // -0
+		}
 		return p.rt.ToValue(n), nil
 	}
 	f, err := strconv.ParseFloat(text, 64)
 	if err != nil {
 		return nil, p.fail("invalid number")
 	}
+	// JavaScript writes the shortest digits that read back, in plain
+	// notation from 1e-6 to 1e21 (exclusive); outside, with an exponent
+	// written its own way.
+	if p.canonical && (math.Abs(f) < 1e-6 || math.Abs(f) >= 1e21 || strconv.FormatFloat(f, 'f', -1, 64) != text) {
+		p.canonical = false
+	}
 	return p.rt.ToValue(f), nil
+}
+
+// isDigits reports whether a key is all decimal digits: a possible array
+// index, which JavaScript orders before the other keys.
+func isDigits(key string) bool {
+	if key == "" {
+		return false
+	}
+	for i := range len(key) {
+		if key[i] < '0' || key[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// shortEscape reports whether JSON.stringify writes the escape \c itself.
+func shortEscape(c byte) bool {
+	switch c {
+	case '"', '\\', 'b', 'f', 'n', 'r', 't':
+		return true
+	}
+	return false
+}
+
+// canonicalUTF8 reports whether a string's bytes are valid UTF-8 that
+// JSON.stringify writes as they are: no U+2028 or U+2029 (which some
+// engines escape) and no replacement character (which invalid input would
+// also produce).
+func canonicalUTF8(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == '\u2028' || r == '\u2029' || r == utf8.RuneError {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
 }

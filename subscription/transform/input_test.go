@@ -1,0 +1,76 @@
+package transform
+
+import (
+	"testing"
+
+	"github.com/dop251/goja"
+	"github.com/stretchr/testify/require"
+)
+
+// A payload the parser calls canonical is exactly what JSON.stringify
+// prints for the value built (the engine then skips stringifying it);
+// the texts it cannot vouch for are not called canonical.
+func TestJSONToValueCanonical(t *testing.T) {
+	t.Parallel()
+	sb, err := newSandbox(1<<20, 1<<20)
+	require.NoError(t, err)
+	tests := []struct {
+		text string
+		want bool
+	}{
+		{benchEvent, true},
+		{`{"a":1,"b":[true,false,null],"c":{"d":"e"}}`, true},
+		{`"plain"`, true},
+		{`null`, true},
+		{`{"q":"say \"hi\"\\ \n\r\t\b\f"}`, true},
+		{`{"price":129.95,"tax":0.000001,"big":123456789012345,"neg":-42,"f":-0.5}`, true},
+		{`{"name":"Zoë","city":"Zürich","emoji":"😀"}`, true},
+		{`{"a": 1}`, false},
+		{` {"a":1}`, false},
+		{`{"a":-0}`, false},
+		{`{"a":1.0}`, false},
+		{`{"a":1e2}`, false},
+		{`{"a":1e21}`, false},
+		{`{"a":1e-7}`, false},
+		{`{"a":12345678901234567890}`, false},
+		{`{"a":5e-324}`, false},
+		{`{"a":"\u00e9"}`, false},
+		{`{"a":"\/"}`, false},
+		{`{"a":"\u0001"}`, false},
+		{"{\"a\":\"\u2028\"}", false},
+		{`{"b":1,"10":2}`, false},
+		{`{"a":1,"a":2}`, false},
+		{`{"__proto__":1}`, false},
+		{`{"toString":1}`, false},
+	}
+	for _, tt := range tests {
+		v, canonical, err := jsonToValue(sb.rt, []byte(tt.text))
+		require.NoError(t, err, tt.text)
+		require.Equal(t, tt.want, canonical, tt.text)
+		js, err := sb.origStringify(goja.Undefined(), v)
+		require.NoError(t, err)
+		if canonical {
+			require.Equal(t, tt.text, js.String(), "a canonical text is what JSON.stringify prints")
+		}
+	}
+}
+
+// A handler that changes the input payload in place changes it, whether the
+// parser found the input canonical or not; one that returns it untouched
+// leaves it unchanged.
+func TestRunPayloadChangedInPlace(t *testing.T) {
+	t.Parallel()
+	e := testEngine(Config{})
+	for _, payload := range []string{`{"a":1,"b":2}`, `{"a": 1, "b": 2}`} {
+		in := sampleInput()
+		in.Payload = []byte(payload)
+		out, err := run(t, e, `function handler(w) { w.payload.a = 5; return w; }`, in)
+		require.NoError(t, err)
+		require.True(t, out.PayloadChanged, payload)
+		require.JSONEq(t, `{"a":5,"b":2}`, string(out.Payload))
+
+		out, err = run(t, e, `function handler(w) { w.payload.a = w.payload.a; return w; }`, in)
+		require.NoError(t, err)
+		require.False(t, out.PayloadChanged, payload)
+	}
+}
