@@ -22,11 +22,11 @@ var roleKeys = map[string]string{ //nolint:gochecknoglobals // test fixture
 	"worker": "k-worker-0123456789", "viewer": "k-viewer-0123456789",
 }
 
-func withKeys(t *testing.T) func(*api.Config) {
+func withKeys(t *testing.T) func(*serverConfig) {
 	t.Helper()
 	ks, err := api.ParseKeys(testKeys)
 	require.NoError(t, err)
-	return func(c *api.Config) { c.Keys = ks }
+	return func(c *serverConfig) { c.Keys = ks }
 }
 
 // TestAuthRolesPerRoute runs every role, no key and an unknown key against
@@ -143,7 +143,7 @@ func mustKeys(t *testing.T, spec string) *api.KeySet {
 func TestAuthLogsKeyNameNotKey(t *testing.T) {
 	t.Parallel()
 	logs := &syncBuffer{}
-	ts := newTestServer(t, func(c *api.Config) {
+	ts := newTestServer(t, func(c *serverConfig) {
 		withKeys(t)(c)
 		c.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})

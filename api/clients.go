@@ -21,18 +21,6 @@ import (
 // clientExtension is the CloudEvents extension naming an event's client.
 const clientExtension = subscription.ClientExtension
 
-// newClients builds the client service from the ports in cfg; nil when a
-// port it needs is missing (a Server built for other routes only).
-func newClients(cfg *Config, subs *subscription.Service) *tenant.Service {
-	if cfg.Store == nil || cfg.Jobs == nil || cfg.IDs == nil || subs == nil {
-		return nil
-	}
-	return tenant.NewService(tenant.ServiceConfig{
-		Store: cfg.Store, Subscriptions: subs, Jobs: cfg.Jobs, NewIDFunc: cfg.IDs.New,
-		Logger: cfg.Logger, NowFunc: cfg.NowFunc,
-	})
-}
-
 // clientRoutes registers the client and token endpoints: unscoped admin
 // keys only.
 func (s *Server) clientRoutes(a *gin.RouterGroup) {

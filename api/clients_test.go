@@ -19,11 +19,11 @@ const clientKeys = "ops:admin:k-admin-0123456789," +
 	"globex-admin:admin:k-globex-admin-0123:globex,globex-shop:producer:k-globex-producer-0123:globex,globex-dash:viewer:k-globex-viewer-0123:globex," +
 	"ghost:admin:k-ghost-0123456789:ghost"
 
-func withClientKeys(t *testing.T) func(*api.Config) {
+func withClientKeys(t *testing.T) func(*serverConfig) {
 	t.Helper()
 	ks, err := api.ParseKeys(clientKeys)
 	require.NoError(t, err)
-	return func(c *api.Config) { c.Keys = ks }
+	return func(c *serverConfig) { c.Keys = ks }
 }
 
 func bearer(key string) []string { return []string{"Authorization", "Bearer " + key} }
@@ -205,7 +205,7 @@ func TestClientTokens(t *testing.T) {
 	t.Parallel()
 	var now atomic.Int64
 	now.Store(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC).UnixMilli())
-	s := newTestServer(t, func(c *api.Config) {
+	s := newTestServer(t, func(c *serverConfig) {
 		withClientKeys(t)(c)
 		c.NowFunc = func() time.Time { return time.UnixMilli(now.Load()).UTC() }
 	})

@@ -423,7 +423,7 @@ func TestIngestUnknownTypes(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 	require.Equal(t, problem(422, "the event does not satisfy its event type", [2]string{"/type", "is not a registered event type"}), body)
 
-	lenient := newTestServer(t, func(c *api.Config) {
+	lenient := newTestServer(t, func(c *serverConfig) {
 		reg := schema.NewRegistry(schema.RegistryConfig{Store: c.Store, AllowUnknownTypes: true})
 		c.Registry = reg
 		c.Ingest = ingest.New(ingest.Config{Store: c.Store, Validator: reg, Matcher: c.Subscriptions, Jobs: c.Jobs.(ingest.Jobs), IDs: c.IDs})

@@ -41,29 +41,54 @@ type testServer struct {
 	Config api.Config
 }
 
+// serverConfig is what a test may change before its server is built: the
+// server's configuration, and the knobs of the services the wiring builds
+// behind it (cmd/hooklane builds them from the same settings).
+type serverConfig struct {
+	api.Config
+	// AllowPrivateTargets skips the subscriptions' target address check
+	// (true unless a test says otherwise, so httptest receivers can be
+	// targets).
+	AllowPrivateTargets bool
+	// PoolChangedFunc is the pool service's change hook.
+	PoolChangedFunc func(id string)
+	// Registry is the schema registry the event type catalog invalidates.
+	Registry interface{ Invalidate() }
+}
+
 // newTestServer builds the server the way cmd/hooklane wires it: the
 // default dispatch pool exists, authentication is off and private targets
 // are allowed (so httptest receivers can be targets). cfg, when not nil,
-// edits the configuration before the server is built; its Store, Queue,
-// Ingest, Subscriptions and Registry fields are already set.
-func newTestServer(t testing.TB, cfg func(*api.Config)) *testServer {
+// edits the configuration before the server and its services are built;
+// its Store, Queue, Ingest, Subscriptions and Registry fields are already
+// set.
+func newTestServer(t testing.TB, cfg func(*serverConfig)) *testServer {
 	t.Helper()
 	p := pipelinetest.New(t, pipelinetest.Config{DefaultPool: true})
 	st, q, ids, subs, registry, jobs, svc := p.Store, p.Queue, p.IDs, p.Subs, p.Registry, p.Jobs, p.Ingest
-	c := api.Config{
-		Store: st, Queue: q, Ingest: svc, Jobs: jobs,
-		Pull:          pull.New(pull.Config{Store: st, Lifecycle: jobs}),
-		Limits:        ingest.Limits{MaxEventBytes: 256 << 10, MaxRequestBytes: 4 << 20, MaxBatch: 100},
-		Subscriptions: subs, Registry: registry, AllowPrivateTargets: true, IDs: ids, Version: "test",
-		// As serve wires it: every route of the engine has its service.
-		Replays: replay.NewService(replay.ServiceConfig{Store: st, Subscriptions: subGetter{st}, IDs: ids, Retention: 168 * time.Hour}),
+	c := serverConfig{
+		Config: api.Config{
+			Store: st, Queue: q, Ingest: svc, Jobs: jobs,
+			Pull:          pull.New(pull.Config{Store: st, Lifecycle: jobs}),
+			Limits:        ingest.Limits{MaxEventBytes: 256 << 10, MaxRequestBytes: 4 << 20, MaxBatch: 100},
+			Subscriptions: subs, IDs: ids, Version: "test",
+			// As serve wires it: every route of the engine has its service.
+			Replays: replay.NewService(replay.ServiceConfig{Store: st, Subscriptions: subGetter{st}, IDs: ids, Retention: 168 * time.Hour}),
+		},
+		AllowPrivateTargets: true, Registry: registry,
 	}
 	if cfg != nil {
 		cfg(&c)
 	}
-	srv := httptest.NewServer(api.New(c).Handler())
+	// The same fields, one for one: a field added on either side fails
+	// this conversion until the other follows.
+	c.Services = api.Services(*p.Services(&pipelinetest.ServicesConfig{
+		AllowPrivateTargets: c.AllowPrivateTargets, PoolChangedFunc: c.PoolChangedFunc,
+		RegistryInvalidateFunc: c.Registry.Invalidate, NowFunc: c.NowFunc,
+	}))
+	srv := httptest.NewServer(api.New(c.Config).Handler())
 	t.Cleanup(srv.Close)
-	return &testServer{URL: srv.URL, Store: st, Queue: q, Registry: registry, Subs: subs, IDs: ids, Config: c}
+	return &testServer{URL: srv.URL, Store: st, Queue: q, Registry: registry, Subs: subs, IDs: ids, Config: c.Config}
 }
 
 // do sends a request and returns the response (its body already read and

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/dispatch/health"
 	"github.com/hooklane/hooklane/stream"
@@ -19,7 +18,7 @@ func fixedNow() time.Time { return time.Date(2026, 3, 1, 12, 0, 30, 0, time.UTC)
 
 func newHealthServer(t *testing.T) *testServer {
 	t.Helper()
-	return newTestServer(t, func(c *api.Config) { c.NowFunc = fixedNow })
+	return newTestServer(t, func(c *serverConfig) { c.NowFunc = fixedNow })
 }
 
 // createSub creates a subscription and returns its id.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/router/pull"
 	"github.com/hooklane/hooklane/stream"
@@ -43,7 +42,7 @@ func requireNoSecret(t *testing.T, what string, v any) {
 // attempt names the target in its error.
 func maskingServer(t *testing.T, delivery string) (*testServer, string, string) {
 	t.Helper()
-	ts := newTestServer(t, func(c *api.Config) {
+	ts := newTestServer(t, func(c *serverConfig) {
 		withKeys(t)(c)
 		c.Pull = pull.New(pull.Config{Store: c.Store, Lifecycle: c.Jobs.(pull.Lifecycle), Lease: time.Minute})
 	})

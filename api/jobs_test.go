@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/queue"
 )
@@ -89,7 +88,7 @@ func TestTaskJobCreate(t *testing.T) {
 
 func TestTaskJobPrivateTargetRefused(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, func(c *api.Config) { c.AllowPrivateTargets = false })
+	s := newTestServer(t, func(c *serverConfig) { c.AllowPrivateTargets = false })
 	for _, target := range []string{"http://127.0.0.1/", "http://10.0.0.1/", "http://[::1]/", "http://[::ffff:127.0.0.1]/", "http://169.254.169.254/", "http://100.64.0.1/", "http://localhost/"} {
 		resp, got := s.do(t, http.MethodPost, "/api/dispatch-jobs", taskBody("targetUrl", target))
 		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%s: %v", target, got)

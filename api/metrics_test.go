@@ -8,14 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/api/metrics"
 )
 
 func TestMetricsEndpointCountsRequestsByRoute(t *testing.T) {
 	t.Parallel()
 	m := metrics.New(metrics.Config{})
-	ts := newTestServer(t, func(c *api.Config) { c.Metrics = m })
+	ts := newTestServer(t, func(c *serverConfig) { c.Metrics = m })
 	for range 3 {
 		resp, _ := ts.do(t, http.MethodGet, "/api/event-types", nil)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -39,7 +38,7 @@ func TestMetricsEndpointCountsRequestsByRoute(t *testing.T) {
 func TestMetricsCountTaskJobs(t *testing.T) {
 	t.Parallel()
 	m := metrics.New(metrics.Config{})
-	ts := newTestServer(t, func(c *api.Config) { c.Metrics = m })
+	ts := newTestServer(t, func(c *serverConfig) { c.Metrics = m })
 	resp, body := ts.do(t, http.MethodPost, "/api/dispatch-jobs",
 		`{"code":"send.email","targetUrl":"http://127.0.0.1:9/hook","payload":{"to":"a@example.com"}}`)
 	require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", body)
@@ -74,7 +73,7 @@ func counterVecChild(t *testing.T, m *metrics.Metrics, name, label string) float
 func TestPanicBecomesProblem(t *testing.T) {
 	t.Parallel()
 	logs := &syncBuffer{}
-	ts := newTestServer(t, func(c *api.Config) {
+	ts := newTestServer(t, func(c *serverConfig) {
 		c.Ingest = nil
 		c.Logger = newJSONLogger(logs)
 	})
@@ -124,7 +123,7 @@ func TestRequestIDGeneratedWhenMissingOrOdd(t *testing.T) {
 func TestMetricsLabelsStayClosedUnderClientInput(t *testing.T) {
 	t.Parallel()
 	m := metrics.New(metrics.Config{})
-	ts := newTestServer(t, func(c *api.Config) { c.Metrics = m })
+	ts := newTestServer(t, func(c *serverConfig) { c.Metrics = m })
 	for i := range 40 {
 		method := "X" + strings.Repeat("Y", i%5) + string(rune('A'+i%26))
 		resp, _ := ts.do(t, method, "/api/events/"+method, nil)

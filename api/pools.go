@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -33,30 +32,6 @@ func decodePool(c *gin.Context) (*pool.Input, error) {
 		Code: in.Code, Name: in.Name, RatePerSecond: in.RatePerSecond, RateGiven: rateGiven,
 		Burst: in.Burst, Concurrency: in.Concurrency,
 	}, nil
-}
-
-// newPools builds the pool service the handlers call from the ports in cfg;
-// nil when a port it needs is missing, as newCatalog.
-func newPools(cfg *Config) *pool.Service {
-	if cfg.Store == nil || cfg.IDs == nil {
-		return nil
-	}
-	pc := pool.Config{Store: cfg.Store, NewIDFunc: cfg.IDs.New, OnChangeFunc: cfg.PoolChangedFunc, NowFunc: cfg.NowFunc}
-	if subs := cfg.Subscriptions; subs != nil {
-		pc.UsedByFunc = func(ctx context.Context, poolID string) (string, error) {
-			ix, err := subs.Index(ctx)
-			if err != nil {
-				return "", err
-			}
-			for _, sub := range ix.Subscriptions() {
-				if sub.DispatchPoolID != nil && *sub.DispatchPoolID == poolID {
-					return sub.Code, nil
-				}
-			}
-			return "", nil
-		}
-	}
-	return pool.NewService(pc)
 }
 
 func (s *Server) createPool(c *gin.Context) error {

@@ -6,15 +6,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/hooklane/hooklane/api"
 )
 
 func TestPoolCRUD(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var changed []string
-	s := newTestServer(t, func(c *api.Config) {
+	s := newTestServer(t, func(c *serverConfig) {
 		c.PoolChangedFunc = func(id string) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/dispatch/pollers"
 	"github.com/hooklane/hooklane/router/pull"
@@ -21,7 +20,7 @@ import (
 // claims it, and the dead worker's late report is refused.
 func TestPullDeadWorkerLosesJobAfterLease(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, func(c *api.Config) {
+	s := newTestServer(t, func(c *serverConfig) {
 		c.Pull = pull.New(pull.Config{Store: c.Store, Lifecycle: c.Jobs.(pull.Lifecycle), Lease: time.Second})
 	})
 	createType(t, s, "order.created")
@@ -77,7 +76,7 @@ func TestPullDeadWorkerLosesJobAfterLease(t *testing.T) {
 // receives a newly ingested event: the time from the POST of the event to
 // the claim's answer. Reports p50 and p99 in milliseconds.
 func BenchmarkPullLongPollLatency(b *testing.B) {
-	s := newTestServer(b, func(c *api.Config) {
+	s := newTestServer(b, func(c *serverConfig) {
 		c.Pull = pull.New(pull.Config{Store: c.Store, Lifecycle: c.Jobs.(pull.Lifecycle), Lease: time.Minute})
 	})
 	createType(b, s, "order.created")

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hooklane/hooklane/api"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/router/pull"
 )
@@ -30,7 +29,7 @@ func pullSub(t testing.TB, s *testServer, mode string, maxAttempts int) string {
 
 func newPullServer(t *testing.T, mode string, maxAttempts int) (*testServer, string) {
 	t.Helper()
-	s := newTestServer(t, func(c *api.Config) {
+	s := newTestServer(t, func(c *serverConfig) {
 		c.Pull = pull.New(pull.Config{Store: c.Store, Lifecycle: c.Jobs.(pull.Lifecycle), Lease: time.Minute})
 	})
 	createType(t, s, "order.created")

@@ -24,7 +24,7 @@ import (
 func replayServer(t *testing.T) (*testServer, *replay.Worker) {
 	t.Helper()
 	var w *replay.Worker
-	ts := newTestServer(t, func(c *api.Config) {
+	ts := newTestServer(t, func(c *serverConfig) {
 		st := c.Store.(*sqlitestore.Store)
 		jobs := c.Jobs.(*dispatch.Lifecycle)
 		subs := subGetter{st}
@@ -141,7 +141,7 @@ func TestReplayOnTheStream(t *testing.T) {
 	hub := stream.NewHub(stream.HubConfig{})
 	t.Cleanup(hub.Close)
 	var w *replay.Worker
-	ts := newTestServer(t, func(c *api.Config) {
+	ts := newTestServer(t, func(c *serverConfig) {
 		st := c.Store.(*sqlitestore.Store)
 		subs := subGetter{st}
 		c.Stream = api.StreamConfig{Hub: hub, Retry: 50 * time.Millisecond, PingInterval: time.Minute}

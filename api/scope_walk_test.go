@@ -39,7 +39,7 @@ type isolationFixture struct {
 func newIsolationFixture(t *testing.T) *isolationFixture {
 	t.Helper()
 	hub := stream.NewHub(stream.HubConfig{})
-	s := newTestServer(t, func(c *api.Config) {
+	s := newTestServer(t, func(c *serverConfig) {
 		withClientKeys(t)(c)
 		c.Stream = api.StreamConfig{Hub: hub, Retry: 50 * time.Millisecond, PingInterval: time.Minute}
 	})

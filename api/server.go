@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -66,16 +65,14 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// Invalidator drops a cache after a local change.
-type Invalidator interface {
-	Invalidate()
-}
-
 // Config configures the Server.
 type Config struct {
-	Store  Store
-	Queue  Pinger
-	Ingest *ingest.Service
+	Store Store
+	// Services are the domain services the handlers call, built by the
+	// wiring (cmd/hooklane).
+	Services Services
+	Queue    Pinger
+	Ingest   *ingest.Service
 	// Jobs is the job lifecycle: every job move an operator asks for.
 	Jobs Jobs
 	// Pull serves pull workers (API.md §10).
@@ -90,10 +87,6 @@ type Config struct {
 	// Subscriptions is the matching cache to invalidate on subscription
 	// writes and to read the index from.
 	Subscriptions *subscription.Cache
-	// Registry is the schema registry to invalidate on event type writes.
-	Registry Invalidator
-	// PoolChanged is called with a pool id after it changed.
-	PoolChangedFunc func(id string)
 	// Keys are the API keys; empty means authentication is off.
 	Keys *KeySet
 	// TrustedProxies are the proxies (HOOKLANE_TRUSTED_PROXIES) whose
@@ -109,19 +102,31 @@ type Config struct {
 	// metrics are served on a listener of their own
 	// (HOOKLANE_METRICS_LISTEN). They are still fed.
 	MetricsOnOwnListener bool
-	// AllowPrivateTargets skips the target address check.
-	AllowPrivateTargets bool
-	// Resolver resolves target hosts for the address check; nil uses
-	// net.DefaultResolver.
-	Resolver *net.Resolver
-	Stream   StreamConfig // Stream configures the status stream (api/stream.go).
-	IDs      *idgen.Generator
+	Stream               StreamConfig // Stream configures the status stream (api/stream.go).
+	IDs                  *idgen.Generator
 	// UI is the operator dashboard (package ui), served at /ui/ when set;
 	// /ui redirects there. It is a static file server: nil serves none.
 	UI      http.Handler
 	Version string
 	Logger  *slog.Logger
 	NowFunc func() time.Time
+}
+
+// Services are the domain services behind the handlers: a handler
+// decodes, authorizes, calls one of them, and encodes. A nil service leaves
+// its routes answering 500 (a Server built for other routes only, as some
+// tests do).
+type Services struct {
+	// EventTypes is the event type catalog (API.md §2).
+	EventTypes *schema.Catalog
+	// Subscriptions is the subscription service (API.md §3).
+	Subscriptions *subscription.Service
+	// Pools is the dispatch pool service (API.md §4).
+	Pools *pool.Service
+	// Tasks creates TASK jobs (API.md §5).
+	Tasks *task.Service
+	// Clients is the client (tenant) service (API.md §11).
+	Clients *tenant.Service
 }
 
 // Server serves the API.
@@ -146,9 +151,6 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Resolver == nil {
-		cfg.Resolver = net.DefaultResolver
-	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.New(metrics.Config{NowFunc: cfg.NowFunc})
 	}
@@ -171,9 +173,11 @@ func New(cfg Config) *Server {
 	if cfg.Transform == nil {
 		cfg.Transform = transform.New(transform.Config{MaxResultBytes: cfg.Limits.MaxEventBytes})
 	}
-	s := &Server{cfg: cfg, engine: e, catalog: newCatalog(&cfg), subscriptions: newSubscriptions(&cfg), pools: newPools(&cfg)}
-	s.tasks = newTasks(&cfg, s.subscriptions)
-	s.clients = newClients(&cfg, s.subscriptions)
+	svc := cfg.Services
+	s := &Server{
+		cfg: cfg, engine: e, catalog: svc.EventTypes, subscriptions: svc.Subscriptions, pools: svc.Pools,
+		tasks: svc.Tasks, clients: svc.Clients,
+	}
 
 	// Order: the request id first (so every later log line carries it),
 	// then the access log and metrics, then panic recovery, so a panic is

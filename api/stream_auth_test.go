@@ -32,10 +32,10 @@ type authStream struct {
 	*streamBundle
 }
 
-func setupAuthStream(t *testing.T, edit func(*api.Config)) *authStream {
+func setupAuthStream(t *testing.T, edit func(*serverConfig)) *authStream {
 	t.Helper()
 	hub := stream.NewHub(stream.HubConfig{})
-	ts := newTestServer(t, func(c *api.Config) {
+	ts := newTestServer(t, func(c *serverConfig) {
 		c.Stream = api.StreamConfig{Hub: hub, Retry: 50 * time.Millisecond, PingInterval: time.Minute, AuthRecheck: 20 * time.Millisecond}
 		if edit != nil {
 			edit(c)
@@ -187,7 +187,7 @@ func TestStreamEndsWhenItsTokenIsRevoked(t *testing.T) {
 func TestStreamEndsAtItsTokensExpiry(t *testing.T) {
 	t.Parallel()
 	clock := clocktest.New(time.Now())
-	b := setupAuthStream(t, func(c *api.Config) {
+	b := setupAuthStream(t, func(c *serverConfig) {
 		c.NowFunc = clock.Now
 		// No recheck within the test: only the expiry timer can end it.
 		c.Stream.AuthRecheck = time.Hour
@@ -204,7 +204,7 @@ func TestStreamEndsAtItsTokensExpiry(t *testing.T) {
 func TestStreamEndsWhenItsTokenExpiresOnTheInjectedClock(t *testing.T) {
 	t.Parallel()
 	clock := clocktest.New(time.Now())
-	b := setupAuthStream(t, func(c *api.Config) { c.NowFunc = clock.Now })
+	b := setupAuthStream(t, func(c *serverConfig) { c.NowFunc = clock.Now })
 	createClient(t, b.ts)
 	token, _ := issueToken(t, b.ts)
 	s := openSSE(t, b.ts.URL, token)
@@ -218,7 +218,7 @@ func TestStreamOfAScopedKeyEndsWhenItsClientIsDeleted(t *testing.T) {
 	t.Parallel()
 	keys, err := api.ParseKeys("admin:admin:k-admin-0123456789,acme-view:viewer:k-acme-view-0123:acme,acme-view2:viewer:k-acme-view2-0123:acme")
 	require.NoError(t, err)
-	b := setupAuthStream(t, func(c *api.Config) { c.Keys = keys })
+	b := setupAuthStream(t, func(c *serverConfig) { c.Keys = keys })
 	admin := bearer("k-admin-0123456789")
 	createClient(t, b.ts, admin...)
 	token, _ := issueToken(t, b.ts, admin...)
@@ -293,7 +293,7 @@ func wsClosed(t *testing.T, conn *websocket.Conn) websocket.CloseError {
 func TestStreamWebSocketSubscribeAfterRevocationIsRefused(t *testing.T) {
 	t.Parallel()
 	// No recheck within the test: the subscribe's own authentication refuses.
-	b := setupAuthStream(t, func(c *api.Config) { c.Stream.AuthRecheck = time.Hour })
+	b := setupAuthStream(t, func(c *serverConfig) { c.Stream.AuthRecheck = time.Hour })
 	createClient(t, b.ts)
 	token, id := issueToken(t, b.ts)
 	conn, _, err := dialWSKey(t, b.ts.URL, token)
@@ -354,7 +354,7 @@ func TestStreamRevokedOnOneInstanceEndsOnTheOther(t *testing.T) {
 
 func TestStreamsPerKeyAreCapped(t *testing.T) {
 	t.Parallel()
-	b := setupAuthStream(t, func(c *api.Config) { c.Stream.MaxPerKey = 2 })
+	b := setupAuthStream(t, func(c *serverConfig) { c.Stream.MaxPerKey = 2 })
 	createClient(t, b.ts)
 	token, _ := issueToken(t, b.ts)
 	other, _ := issueToken(t, b.ts)
@@ -411,7 +411,7 @@ func requireTooMany(t *testing.T, resp *http.Response) {
 
 func TestStreamWebSocketSubscriptionsAreCapped(t *testing.T) {
 	t.Parallel()
-	b := setupAuthStream(t, func(c *api.Config) { c.Stream.MaxSubscriptions = 2 })
+	b := setupAuthStream(t, func(c *serverConfig) { c.Stream.MaxSubscriptions = 2 })
 	conn, _, err := dialWSKey(t, b.ts.URL, "")
 	require.NoError(t, err)
 	for _, id := range []string{"a", "b"} {

@@ -49,7 +49,7 @@ func setupStream(t *testing.T, hubCfg stream.HubConfig, edit func(*api.StreamCon
 	if edit != nil {
 		edit(&sc)
 	}
-	ts := newTestServer(t, func(c *api.Config) { c.Stream = sc })
+	ts := newTestServer(t, func(c *serverConfig) { c.Stream = sc })
 	tailer := stream.NewTailer(stream.TailerConfig{Store: ts.Store, Hub: hub, PollInterval: 50 * time.Millisecond, Settle: testSettle})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/hooklane/hooklane/api"
 )
 
 // TestCreateRefusesEveryNonPublicClass: the create-time target check uses
@@ -16,7 +14,7 @@ import (
 // nothing is resolved. A public address passes.
 func TestCreateRefusesEveryNonPublicClass(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, func(c *api.Config) { c.AllowPrivateTargets = false })
+	s := newTestServer(t, func(c *serverConfig) { c.AllowPrivateTargets = false })
 	createType(t, s, "order.created")
 	for _, host := range []string{
 		"[::127.0.0.1]", "[::ffff:10.0.0.1]", "[64:ff9b::7f00:1]", "[64:ff9b:1::a00:1]", "[2002:7f00:1::1]",

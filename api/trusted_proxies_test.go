@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/hooklane/hooklane/api"
 )
 
 // accessLogAddr sends one request with the given forwarding headers and
@@ -17,7 +15,7 @@ import (
 func accessLogAddr(t *testing.T, proxies []netip.Prefix, headers ...string) string {
 	t.Helper()
 	logs := &syncBuffer{}
-	ts := newTestServer(t, func(c *api.Config) {
+	ts := newTestServer(t, func(c *serverConfig) {
 		c.Logger = newJSONLogger(logs)
 		c.TrustedProxies = proxies
 	})

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/hooklane/hooklane/api"
 )
 
 func TestUIMountedAtSlashUI(t *testing.T) {
@@ -21,7 +19,7 @@ func TestUIMountedAtSlashUI(t *testing.T) {
 		seen = append(seen, r.Method+" "+r.URL.Path)
 		_, _ = io.WriteString(w, "dashboard")
 	})
-	ts := newTestServer(t, func(c *api.Config) { c.UI = ui })
+	ts := newTestServer(t, func(c *serverConfig) { c.UI = ui })
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/ui", nil)

@@ -169,6 +169,18 @@ const (
 	ReservedSource = "/hooklane"
 )
 
+// ValidateEventTypeCode checks the code of an event type being registered:
+// its syntax (subscription.ValidateEventTypeCode), and that it is not under
+// the prefix reserved for the gateway's operational events, which the
+// gateway registers itself (ingest/operational) and no producer may post.
+// It is the schema catalog's ValidateCodeFunc.
+func ValidateEventTypeCode(code string) error {
+	if IsReservedType(code) {
+		return fmt.Errorf("the prefix %q is reserved for the gateway's own events", ReservedTypePrefix)
+	}
+	return subscription.ValidateEventTypeCode(code)
+}
+
 // IsReservedType reports whether an event type is reserved for the
 // gateway (compared without regard to case).
 func IsReservedType(typ string) bool {

@@ -370,12 +370,16 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		})
 		srv := api.New(api.Config{ //nolint:contextcheck // handlers take their ctx from the request, not from here
 			Store: st, Queue: q, Ingest: svc, Jobs: jobs,
-			Replays:       replaySvc,
-			Transform:     transformer,
-			Pull:          pull.New(pull.Config{Store: pullClientGate(st), Lifecycle: jobs, Hub: hub, Lease: cfg.Lease, TracerProvider: tracer}),
-			Limits:        ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
-			Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Keys: keys, TrustedProxies: proxies,
-			AllowPrivateTargets: cfg.AllowPrivateTargets, IDs: ids, Version: version, Logger: logger, Metrics: m,
+			Replays:   replaySvc,
+			Transform: transformer,
+			Pull:      pull.New(pull.Config{Store: pullClientGate(st), Lifecycle: jobs, Hub: hub, Lease: cfg.Lease, TracerProvider: tracer}),
+			Limits:    ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
+			Services: newServices(&servicesConfig{
+				Store: st, Jobs: jobs, IDs: ids, Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate,
+				AllowPrivateTargets: cfg.AllowPrivateTargets, Logger: logger,
+			}),
+			Subscriptions: subs, Keys: keys, TrustedProxies: proxies,
+			IDs: ids, Version: version, Logger: logger, Metrics: m,
 			Stream: api.StreamConfig{
 				Hub: hub, Retention: cfg.StreamRetention, AuthRecheck: cfg.StreamAuthRecheck,
 				MaxPerKey: cfg.MaxStreamsPerKey, MaxSubscriptions: cfg.MaxStreamSubscriptions,

@@ -150,6 +150,20 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
+// PublicHostFunc returns the subscription service's target check
+// (subscription.ServiceConfig.PublicHostFunc): true when every address of
+// host is public, false when one is not, an error when host does not
+// resolve.
+func PublicHostFunc(resolver Resolver) func(ctx context.Context, host string) (bool, error) {
+	return func(ctx context.Context, host string) (bool, error) {
+		err := CheckTarget(ctx, resolver, host)
+		if errors.Is(err, ErrPrivateTarget) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+}
+
 // CheckTarget resolves host and reports ErrPrivateTarget when any of its
 // addresses is not public (AddrClass, the same classification the dialer
 // applies at connect time). The API calls it when a subscription is

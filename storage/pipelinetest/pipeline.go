@@ -7,6 +7,7 @@ package pipelinetest
 
 import (
 	"context"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -18,9 +19,12 @@ import (
 	"github.com/hooklane/hooklane/dispatch/pool"
 	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/ingest/task"
 	"github.com/hooklane/hooklane/queue/memqueue"
+	"github.com/hooklane/hooklane/router/webhook"
 	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/tenant"
 )
 
 // Config tunes a Pipeline. The zero value is the default.
@@ -78,4 +82,60 @@ func New(tb testing.TB, cfg Config) *Pipeline {
 	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: st, Queue: q, NewID: ids.New, NowFunc: now, Circuit: circuit})
 	svc := ingest.New(ingest.Config{Store: st, Validator: registry, Matcher: subs, Jobs: jobs, IDs: ids, NowFunc: now})
 	return &Pipeline{Store: st, Queue: q, IDs: ids, Registry: registry, Subs: subs, Jobs: jobs, Ingest: svc}
+}
+
+// ServicesConfig tunes the domain services of Pipeline.Services. The zero
+// value checks target addresses and invalidates the pipeline's registry.
+type ServicesConfig struct {
+	// AllowPrivateTargets skips the subscriptions' target address check.
+	AllowPrivateTargets bool
+	// PoolChangedFunc is the pool service's change hook; nil is none.
+	PoolChangedFunc func(id string)
+	// RegistryInvalidateFunc is called after an event type changed; nil
+	// invalidates the pipeline's registry.
+	RegistryInvalidateFunc func()
+	// NowFunc is the services' clock; nil is time.Now.
+	NowFunc func() time.Time
+}
+
+// Services are the domain services behind the API, built as cmd/hooklane
+// builds them, field for field api.Services (the API's tests convert one
+// into the other).
+type Services struct {
+	EventTypes    *schema.Catalog
+	Subscriptions *subscription.Service
+	Pools         *pool.Service
+	Tasks         *task.Service
+	Clients       *tenant.Service
+}
+
+// Services builds the domain services over the pipeline's store, job
+// lifecycle and subscription cache.
+func (p *Pipeline) Services(cfg *ServicesConfig) *Services {
+	invalidate := cfg.RegistryInvalidateFunc
+	if invalidate == nil {
+		invalidate = p.Registry.Invalidate
+	}
+	sc := subscription.ServiceConfig{
+		Store: p.Store, Jobs: p.Jobs, NewIDFunc: p.IDs.New, OnChangeFunc: p.Subs.Invalidate, NowFunc: cfg.NowFunc,
+	}
+	if !cfg.AllowPrivateTargets {
+		sc.PublicHostFunc = webhook.PublicHostFunc(net.DefaultResolver)
+	}
+	subs := subscription.NewService(sc)
+	return &Services{
+		EventTypes: schema.NewCatalog(schema.CatalogConfig{
+			Store: p.Store, Bindings: p.Subs, ValidateCodeFunc: ingest.ValidateEventTypeCode,
+			OnChangeFunc: invalidate, NowFunc: cfg.NowFunc,
+		}),
+		Subscriptions: subs,
+		Pools: pool.NewService(pool.Config{
+			Store: p.Store, NewIDFunc: p.IDs.New, OnChangeFunc: cfg.PoolChangedFunc, UsedByFunc: p.Subs.PoolUser,
+			NowFunc: cfg.NowFunc,
+		}),
+		Tasks: task.NewService(task.Config{Checker: subs, Jobs: p.Jobs, NewIDFunc: p.IDs.New, NowFunc: cfg.NowFunc}),
+		Clients: tenant.NewService(tenant.ServiceConfig{
+			Store: p.Store, Subscriptions: subs, Jobs: p.Jobs, NewIDFunc: p.IDs.New, NowFunc: cfg.NowFunc,
+		}),
+	}
 }

@@ -32,10 +32,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func gateway(t *testing.T) (string, *sqlitestore.Store, string) {
 	t.Helper()
 	p := pipelinetest.New(t, pipelinetest.Config{})
-	st, q, ids, subs, registry, jobs, svc := p.Store, p.Queue, p.IDs, p.Subs, p.Registry, p.Jobs, p.Ingest
+	st, q, ids, subs, jobs, svc := p.Store, p.Queue, p.IDs, p.Subs, p.Jobs, p.Ingest
 	srv := httptest.NewServer(api.New(api.Config{
-		Store: st, Queue: q, Ingest: svc, Jobs: jobs, Pull: pull.New(pull.Config{Store: st, Lifecycle: jobs}), Subscriptions: subs, Registry: registry, IDs: ids,
-		Limits: ingest.Limits{MaxEventBytes: 256 << 10, MaxRequestBytes: 4 << 20, MaxBatch: 100},
+		Store: st, Queue: q, Ingest: svc, Jobs: jobs, Pull: pull.New(pull.Config{Store: st, Lifecycle: jobs}), Subscriptions: subs, IDs: ids,
+		Services: api.Services(*p.Services(&pipelinetest.ServicesConfig{})),
+		Limits:   ingest.Limits{MaxEventBytes: 256 << 10, MaxRequestBytes: 4 << 20, MaxBatch: 100},
 	}).Handler())
 	t.Cleanup(srv.Close)
 	post(t, srv.URL+"/api/event-types", `{"code":"order.created","name":"Order created"}`, "application/json")
