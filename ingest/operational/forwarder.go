@@ -57,7 +57,12 @@ type ForwarderConfig struct {
 	// OnDropFunc, when set, is called for each event dropped because the
 	// buffer was full (for metrics).
 	OnDropFunc func()
-	Logger     *slog.Logger
+	// Durable leaves the circuit and subscription events to a Relay, which
+	// ingests them from the outbox their write stored them in
+	// (dispatch.CircuitPolicy.DurableEvents): the Forwarder then ingests
+	// only the discarded jobs' events.
+	Durable bool
+	Logger  *slog.Logger
 }
 
 // Forwarder ingests the operational status events the job lifecycle
@@ -90,6 +95,9 @@ func NewForwarder(cfg ForwarderConfig) *Forwarder {
 // operational ones for ingest. It never blocks.
 func (f *Forwarder) Observe(j *dispatch.Job, events []stream.Event) {
 	for i := range events {
+		if f.cfg.Durable && durable(events[i].Type) {
+			continue
+		}
 		ce, ok := toCloudEvent(j, &events[i])
 		if !ok {
 			continue
@@ -235,7 +243,13 @@ func (f *Forwarder) ingest(ctx context.Context, batch []cloudevent.Event) {
 // enrich names the client of the subscription each subscription event is
 // about.
 func (f *Forwarder) enrich(ctx context.Context, batch []cloudevent.Event) {
-	if f.cfg.Subscriptions == nil {
+	enrich(ctx, f.cfg.Subscriptions, f.cfg.Logger, batch)
+}
+
+// enrich names, through subs (nil: none), the client of the subscription
+// each subscription event of batch is about.
+func enrich(ctx context.Context, subs SubscriptionGetter, logger *slog.Logger, batch []cloudevent.Event) {
+	if subs == nil {
 		return
 	}
 	for i := range batch {
@@ -243,10 +257,10 @@ func (f *Forwarder) enrich(ctx context.Context, batch []cloudevent.Event) {
 		if ce.Type == TypeDispatchDiscarded {
 			continue
 		}
-		sub, err := f.cfg.Subscriptions.SubscriptionGetByID(ctx, ce.Subject)
+		sub, err := subs.SubscriptionGetByID(ctx, ce.Subject)
 		if err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
-				f.cfg.Logger.DebugContext(ctx, "read subscription of operational event", "subscription_id", ce.Subject, "error", err)
+				logger.DebugContext(ctx, "read subscription of operational event", "subscription_id", ce.Subject, "error", err)
 			}
 			continue
 		}
