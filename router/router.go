@@ -715,8 +715,9 @@ func (r *Router) prepareEventJob(ctx context.Context, d *Delivery, ev *event.Eve
 	}
 	d.Event = ev
 	d.Subscription = sub
-	// The subscription's current target and headers apply to every attempt.
-	job.TargetURL = sub.Target
+	// The subscription's current target (or destination's targetUrl, API.md
+	// §15) and headers apply to every attempt.
+	job.TargetURL = sub.DeliveryTarget()
 	job.Headers = sub.Headers
 	return true, nil
 }

@@ -332,7 +332,7 @@ func (s *Service) Patch(ctx context.Context, id string, merge func(*Subscription
 	next, err := s.update(ctx, id, func(cur *Subscription) (*Subscription, error) {
 		next := *cur
 		next.Transformation = CloneTransformation(cur.Transformation) // the merge decodes into it
-		next.Destination = slices.Clone(cur.Destination)             // so does it, in place
+		next.Destination = slices.Clone(cur.Destination)              // so does it, in place
 		ep := beginEndpointPatch(&next)
 		if err := merge(&next); err != nil {
 			return nil, err

@@ -27,14 +27,14 @@ const (
 // Subscription is a consumer's interest in event types, and where and how
 // its jobs are delivered. Its JSON form is the API's.
 type Subscription struct {
-	ID             string            `json:"id"`
-	Code           string            `json:"code"`
-	Name           string            `json:"name"`
-	Description    string            `json:"description"`
-	ClientID       *string           `json:"clientId"`
-	EventTypes     []Binding         `json:"eventTypes"`
-	Filters        []Filter          `json:"filters"`
-	Target         string            `json:"target"`
+	ID          string    `json:"id"`
+	Code        string    `json:"code"`
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	ClientID    *string   `json:"clientId"`
+	EventTypes  []Binding `json:"eventTypes"`
+	Filters     []Filter  `json:"filters"`
+	Target      string    `json:"target"`
 	// Destination is the message broker the subscription delivers to
 	// instead of a target (API.md §15): as a request sends it until the
 	// Service decodes it, then in its stored form, secrets in clear. Nil
@@ -43,7 +43,7 @@ type Subscription struct {
 	// TargetURL is where a destination delivers, without secrets
 	// ("kafka://broker-1:9092/orders"), set by the Service when it decodes
 	// the destination; "" without one. Jobs carry it as their targetUrl.
-	TargetURL string `json:"targetUrl,omitempty"`
+	TargetURL      string            `json:"targetUrl,omitempty"`
 	Headers        map[string]string `json:"headers"`
 	Mode           dispatch.Mode     `json:"mode"`
 	Delivery       dispatch.Delivery `json:"delivery"`
@@ -157,8 +157,8 @@ type ListParams struct {
 	// subscriptions with an HTTP target. The Service filters on it
 	// (ListMatching); the stores ignore it.
 	DestinationType string
-	Limit     int
-	Cursor    string
+	Limit           int
+	Cursor          string
 }
 
 // Page is one page of subscriptions.

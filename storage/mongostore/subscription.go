@@ -50,11 +50,11 @@ type subscriptionDoc struct {
 	// Destination is the message broker (API.md §15) as the subscription
 	// keeps it, its JSON text (sealed whole when the store has a key);
 	// TargetURL its targetUrl. Absent for an HTTP target.
-	Destination string `bson:"destination,omitempty"`
-	TargetURL   string `bson:"targetUrl,omitempty"`
-	Secrets        []secretDoc        `bson:"secrets"`
-	CreatedAt      time.Time          `bson:"createdAt"`
-	UpdatedAt      time.Time          `bson:"updatedAt"`
+	Destination string      `bson:"destination,omitempty"`
+	TargetURL   string      `bson:"targetUrl,omitempty"`
+	Secrets     []secretDoc `bson:"secrets"`
+	CreatedAt   time.Time   `bson:"createdAt"`
+	UpdatedAt   time.Time   `bson:"updatedAt"`
 	// Version grows with every write (subscription.Subscription.Version);
 	// documents stored before it existed get 0 in prepare.
 	Version int64 `bson:"version"`
