@@ -424,9 +424,9 @@ func TestIngestUnknownTypes(t *testing.T) {
 	require.Equal(t, problem(422, "the event does not satisfy its event type", [2]string{"/type", "is not a registered event type"}), body)
 
 	lenient := newTestServer(t, func(c *serverConfig) {
-		reg := schema.NewRegistry(schema.RegistryConfig{Store: c.Store, AllowUnknownTypes: true})
+		reg := schema.NewRegistry(schema.RegistryConfig{Store: c.DB, AllowUnknownTypes: true})
 		c.Registry = reg
-		c.Ingest = ingest.New(ingest.Config{Store: c.Store, Validator: reg, Matcher: c.Subscriptions, Jobs: c.Jobs.(ingest.Jobs), IDs: c.IDs})
+		c.Ingest = ingest.New(ingest.Config{Store: c.DB, Validator: reg, Matcher: c.Subscriptions, Jobs: c.Jobs.(ingest.Jobs), IDs: c.IDs})
 	})
 	resp, body = lenient.do(t, http.MethodPost, "/api/events", ev, "Content-Type", ingest.ContentTypeStructured)
 	require.Equal(t, http.StatusCreated, resp.StatusCode, "%v", body)

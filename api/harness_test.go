@@ -46,6 +46,8 @@ type testServer struct {
 // behind it (cmd/hooklane builds them from the same settings).
 type serverConfig struct {
 	api.Config
+	// DB is the store behind Config.Store, with every port.
+	DB *sqlitestore.Store
 	// AllowPrivateTargets skips the subscriptions' target address check
 	// (true unless a test says otherwise, so httptest receivers can be
 	// targets).
@@ -75,7 +77,7 @@ func newTestServer(t testing.TB, cfg func(*serverConfig)) *testServer {
 			// As serve wires it: every route of the engine has its service.
 			Replays: replay.NewService(replay.ServiceConfig{Store: st, Subscriptions: subGetter{st}, IDs: ids, Retention: 168 * time.Hour}),
 		},
-		AllowPrivateTargets: true, Registry: registry,
+		DB: st, AllowPrivateTargets: true, Registry: registry,
 	}
 	if cfg != nil {
 		cfg(&c)

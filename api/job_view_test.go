@@ -44,7 +44,7 @@ func maskingServer(t *testing.T, delivery string) (*testServer, string, string) 
 	t.Helper()
 	ts := newTestServer(t, func(c *serverConfig) {
 		withKeys(t)(c)
-		c.Pull = pull.New(pull.Config{Store: c.Store, Lifecycle: c.Jobs.(pull.Lifecycle), Lease: time.Minute})
+		c.Pull = pull.New(pull.Config{Store: c.DB, Lifecycle: c.Jobs.(pull.Lifecycle), Lease: time.Minute})
 	})
 	admin := []string{"Authorization", "Bearer " + roleKeys["admin"]}
 	resp, got := ts.do(t, http.MethodPost, "/api/event-types", `{"code":"order.created","name":"x"}`, admin...)

@@ -21,7 +21,7 @@ import (
 func TestPullDeadWorkerLosesJobAfterLease(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, func(c *serverConfig) {
-		c.Pull = pull.New(pull.Config{Store: c.Store, Lifecycle: c.Jobs.(pull.Lifecycle), Lease: time.Second})
+		c.Pull = pull.New(pull.Config{Store: c.DB, Lifecycle: c.Jobs.(pull.Lifecycle), Lease: time.Second})
 	})
 	createType(t, s, "order.created")
 	sub := pullSub(t, s, "IMMEDIATE", 5)
@@ -77,7 +77,7 @@ func TestPullDeadWorkerLosesJobAfterLease(t *testing.T) {
 // the claim's answer. Reports p50 and p99 in milliseconds.
 func BenchmarkPullLongPollLatency(b *testing.B) {
 	s := newTestServer(b, func(c *serverConfig) {
-		c.Pull = pull.New(pull.Config{Store: c.Store, Lifecycle: c.Jobs.(pull.Lifecycle), Lease: time.Minute})
+		c.Pull = pull.New(pull.Config{Store: c.DB, Lifecycle: c.Jobs.(pull.Lifecycle), Lease: time.Minute})
 	})
 	createType(b, s, "order.created")
 	sub := pullSub(b, s, "IMMEDIATE", 1)

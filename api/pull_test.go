@@ -30,7 +30,7 @@ func pullSub(t testing.TB, s *testServer, mode string, maxAttempts int) string {
 func newPullServer(t *testing.T, mode string, maxAttempts int) (*testServer, string) {
 	t.Helper()
 	s := newTestServer(t, func(c *serverConfig) {
-		c.Pull = pull.New(pull.Config{Store: c.Store, Lifecycle: c.Jobs.(pull.Lifecycle), Lease: time.Minute})
+		c.Pull = pull.New(pull.Config{Store: c.DB, Lifecycle: c.Jobs.(pull.Lifecycle), Lease: time.Minute})
 	})
 	createType(t, s, "order.created")
 	return s, pullSub(t, s, mode, maxAttempts)

@@ -25,7 +25,7 @@ func replayServer(t *testing.T) (*testServer, *replay.Worker) {
 	t.Helper()
 	var w *replay.Worker
 	ts := newTestServer(t, func(c *serverConfig) {
-		st := c.Store.(*sqlitestore.Store)
+		st := c.DB
 		jobs := c.Jobs.(*dispatch.Lifecycle)
 		subs := subGetter{st}
 		c.Replays = replay.NewService(replay.ServiceConfig{Store: st, Subscriptions: subs, IDs: c.IDs, Retention: 168 * time.Hour})
@@ -142,7 +142,7 @@ func TestReplayOnTheStream(t *testing.T) {
 	t.Cleanup(hub.Close)
 	var w *replay.Worker
 	ts := newTestServer(t, func(c *serverConfig) {
-		st := c.Store.(*sqlitestore.Store)
+		st := c.DB
 		subs := subGetter{st}
 		c.Stream = api.StreamConfig{Hub: hub, Retry: 50 * time.Millisecond, PingInterval: time.Minute}
 		c.Replays = replay.NewService(replay.ServiceConfig{Store: st, Subscriptions: subs, IDs: c.IDs, Retention: time.Hour})

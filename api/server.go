@@ -15,7 +15,6 @@ import (
 
 	"github.com/hooklane/hooklane/api/metrics"
 	"github.com/hooklane/hooklane/dispatch"
-	"github.com/hooklane/hooklane/dispatch/health"
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/dispatch/pool"
 	"github.com/hooklane/hooklane/event"
@@ -34,17 +33,18 @@ import (
 // own limits): schemas are the largest admin documents.
 const adminBodyLimit = 4 << 20
 
-// Store is what the API needs of the store: every port it reads or writes.
+// Store is what the handlers read from the store themselves: the stored
+// events, jobs and status history they show, and the subscription a job
+// belongs to. Every write goes through a service (Services, Jobs).
 type Store interface {
-	event.Store
-	dispatch.Store
-	pool.Store
-	dispatch.CircuitStore
-	health.Store
-	subscription.Store
-	tenant.Store
-	schema.Store
-	stream.Store
+	EventGetByID(ctx context.Context, id string) (*event.Event, error)
+	EventList(ctx context.Context, p *event.ListParams) (*event.Page, error)
+	JobGetByID(ctx context.Context, id string) (*dispatch.Job, error)
+	JobListByEvent(ctx context.Context, eventID string) ([]*dispatch.Job, error)
+	JobList(ctx context.Context, p *dispatch.JobListParams) (*dispatch.JobPage, error)
+	SubscriptionGetByID(ctx context.Context, id string) (*subscription.Subscription, error)
+	stream.Reader
+	StatusEventListBySubject(ctx context.Context, subject string) ([]stream.Event, error)
 	Ping(ctx context.Context) error
 }
 

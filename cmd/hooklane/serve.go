@@ -24,6 +24,7 @@ import (
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/dispatch/pollers"
 	"github.com/hooklane/hooklane/dispatch/pool"
+	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/ingest/operational"
@@ -41,12 +42,24 @@ import (
 	"github.com/hooklane/hooklane/subscription"
 	"github.com/hooklane/hooklane/subscription/replay"
 	"github.com/hooklane/hooklane/subscription/transform"
+	"github.com/hooklane/hooklane/tenant"
 )
 
 // Store is every storage port: what the gateway runs on.
+//
+//nolint:interfacebloat // the composition of every domain's small port (STYLE §4): what an adapter must satisfy
 type Store interface {
-	api.Store
+	event.Store
+	dispatch.Store
+	pool.Store
+	dispatch.CircuitStore
+	health.Store
+	subscription.Store
+	tenant.Store
+	schema.Store
+	stream.Store
 	replay.Store
+	Ping(ctx context.Context) error
 	// SecretSealAll checks the stored secrets against the store's key and
 	// seals those in plain text (prepareSecrets).
 	SecretSealAll(ctx context.Context) (secretbox.Census, error)
