@@ -7,12 +7,16 @@
 #   gin              only api
 #   mongo-driver     only storage/mongostore
 #   sqlite           only storage/sqlitestore
+#   pebble           only storage/pebblestore
 #   aws-sdk-go-v2    only queue/sqsqueue
 # Dependencies, followed transitively (what depguard cannot see: a domain
 # package reaching an adapter or the HTTP layer through a helper package):
-#   an adapter (storage/mongostore, storage/sqlitestore, queue/memqueue,
-#   queue/sqsqueue)  only cmd/hooklane, which wires them, and pipelinetest,
-#                    the test helper that assembles the embedded pipeline
+#   an adapter (storage/mongostore, storage/sqlitestore, storage/pebblestore,
+#   storage/embedded, queue/memqueue, queue/sqsqueue)
+#                    only cmd/hooklane, which wires them, pipelinetest, the
+#                    test helper that assembles the embedded pipeline, and
+#                    storage/embedded, which puts the two embedded planes
+#                    together
 #   api              only cmd/hooklane
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,8 +44,9 @@ check() {
 check gin "$imports" 'github.com/gin-gonic/gin|github.com/gin-contrib' "$mod/api"
 check mongo "$imports" 'go.mongodb.org/mongo-driver' "$mod/storage/mongostore"
 check sqlite "$imports" 'modernc.org/sqlite' "$mod/storage/sqlitestore"
+check pebble "$imports" 'github.com/cockroachdb/pebble' "$mod/storage/pebblestore"
 check aws "$imports" 'github.com/aws/aws-sdk-go-v2|github.com/aws/smithy-go' "$mod/queue/sqsqueue|$mod/destination/sqs"
-check adapter "$deps" "$mod/storage/(mongostore|sqlitestore)|$mod/queue/(memqueue|sqsqueue)" "$mod/cmd/hooklane|$mod/storage/pipelinetest"
+check adapter "$deps" "$mod/storage/(mongostore|sqlitestore|pebblestore|embedded)|$mod/queue/(memqueue|sqsqueue)" "$mod/cmd/hooklane|$mod/storage/pipelinetest|$mod/storage/embedded"
 check api "$deps" "$mod/api" "$mod/cmd/hooklane(/.*)?|$mod/api(/.*)?"
 # The layers of the top-level folders (README "Layout"), lowest first: a
 # package may import its own folder and the folders below it, never one
