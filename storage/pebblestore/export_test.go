@@ -3,6 +3,8 @@ package pebblestore
 import (
 	"context"
 	"fmt"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // EventClearFannedOut unsets the fanned-out marker of events, the state a
@@ -37,6 +39,17 @@ func (s *Store) EventClearFannedOut(ctx context.Context, ids []string) error {
 	return nil
 }
 
-// BatchStats returns how many commits the writer ran and how many
-// operations they held.
-func (s *Store) BatchStats() (batches, ops int64) { return s.batches.Load(), s.batchedOps.Load() }
+// BatchStats returns how many commits the writer ran, how many operations
+// they held and how many keys they wrote (sets and deletes).
+func (s *Store) BatchStats() (batches, ops, keys int64) {
+	return s.batches.Load(), s.batchedOps.Load(), s.batchedKeys.Load()
+}
+
+// WALFsyncs returns how many times Pebble synced its WAL.
+func (s *Store) WALFsyncs() (uint64, error) {
+	var m dto.Metric
+	if err := s.db.Metrics().LogWriter.FsyncLatency.Write(&m); err != nil {
+		return 0, fmt.Errorf("read fsync metric: %w", err)
+	}
+	return m.GetHistogram().GetSampleCount(), nil
+}

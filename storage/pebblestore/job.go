@@ -1,6 +1,7 @@
 package pebblestore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -207,20 +208,27 @@ func putJob(tx *writeTx, r, old *jobRecord) error {
 		return err
 	}
 	entries := r.indexEntries()
+	var stored map[string][]byte
 	if old != nil {
 		keep := make(map[string]bool, len(entries))
 		for _, e := range entries {
 			keep[string(e.k)] = true
 		}
+		stored = make(map[string][]byte, len(entries))
 		for _, e := range old.indexEntries() {
 			if !keep[string(e.k)] {
 				if err := tx.del(e.k); err != nil {
 					return err
 				}
+				continue
 			}
+			stored[string(e.k)] = e.v
 		}
 	}
 	for _, e := range entries {
+		if v, ok := stored[string(e.k)]; ok && bytes.Equal(v, e.v) {
+			continue // unchanged: the job's event, its unfinished mark
+		}
 		if err := tx.set(e.k, e.v); err != nil {
 			return err
 		}

@@ -115,9 +115,9 @@ type engine struct {
 	syncs      chan *pendingBatch
 	syncerDone chan struct{}
 
-	// batches and batchedOps count the commits and the operations they
-	// held.
-	batches, batchedOps atomic.Int64
+	// batches, batchedOps and batchedKeys count the commits, the
+	// operations they held and the keys they wrote.
+	batches, batchedOps, batchedKeys atomic.Int64
 }
 
 // Open opens (creating when needed) the database in cfg.Dir and starts the

@@ -93,6 +93,7 @@ func (e *engine) commit(ops []*writeOp) {
 	}
 	e.batches.Add(1)
 	e.batchedOps.Add(int64(len(ops)))
+	e.batchedKeys.Add(int64(pb.b.Count()))
 	var err error
 	switch {
 	case pb.b.Empty():
