@@ -273,7 +273,7 @@ func visibleJobs[T any](s *Server, c *gin.Context, jobs []T, subscriptionOf func
 	}
 	out := make([]T, 0, len(jobs))
 	for _, j := range jobs {
-		if o, err := s.subscriptionOwner(c, subscriptionOf(j)); err == nil && o == scope {
+		if o, _, err := s.owners.Owner(c.Request.Context(), tenant.KindSubscription, subscriptionOf(j)); err == nil && o == scope {
 			out = append(out, j)
 		}
 	}

@@ -86,7 +86,7 @@ func newTestServer(t testing.TB, cfg func(*serverConfig)) *testServer {
 	// this conversion until the other follows.
 	c.Services = api.Services(*p.Services(&pipelinetest.ServicesConfig{
 		AllowPrivateTargets: c.AllowPrivateTargets, PoolChangedFunc: c.PoolChangedFunc,
-		RegistryInvalidateFunc: c.Registry.Invalidate, NowFunc: c.NowFunc,
+		RegistryInvalidateFunc: c.Registry.Invalidate, NowFunc: c.NowFunc, Replays: c.Replays,
 	}))
 	srv := httptest.NewServer(api.New(c.Config).Handler())
 	t.Cleanup(srv.Close)

@@ -35,7 +35,7 @@ func (s *Server) listJobs(c *gin.Context) error {
 	p.Limit, p.Cursor = limit, cursor
 	if v := c.Query("clientId"); v != "" {
 		// API.md §11: a client's jobs are the jobs of its subscriptions.
-		if p.SubscriptionIDs, err = s.clientSubscriptionIDs(c, v); err != nil {
+		if p.SubscriptionIDs, err = s.owners.SubscriptionIDs(c.Request.Context(), v); err != nil {
 			return err
 		}
 	}

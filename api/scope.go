@@ -2,15 +2,12 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/tenant"
 )
 
@@ -151,81 +148,28 @@ func narrowQuery(c *gin.Context, name, clientID string) error {
 // checkOwner answers 404 unless the object the route names belongs to
 // clientID. A missing object passes: the handler answers its own 404.
 func (s *Server) checkOwner(c *gin.Context, kind owner, clientID string) error {
-	ctx := c.Request.Context()
-	id := c.Param("id")
-	var (
-		what  string
-		owner string
-		err   error
-	)
+	var k tenant.Kind
 	switch kind {
 	case ownerSubscription:
-		what = "subscription"
-		sub, gerr := s.cfg.Store.SubscriptionGetByID(ctx, id)
-		if err = gerr; err == nil && sub.ClientID != nil {
-			owner = *sub.ClientID
-		}
+		k = tenant.KindSubscription
 	case ownerJob:
-		what = "dispatch job"
-		owner, err = s.jobOwner(c, id)
+		k = tenant.KindJob
 	case ownerEvent:
-		what = "event"
-		ev, gerr := s.cfg.Store.EventGetByID(ctx, id)
-		if err = gerr; err == nil {
-			owner = ev.Event.Ext(clientExtension)
-		}
+		k = tenant.KindEvent
 	case ownerReplay:
-		what = "replay"
-		if s.cfg.Replays == nil {
-			return nil
-		}
-		r, gerr := s.cfg.Replays.Get(ctx, id)
-		if err = gerr; err == nil && r.ClientID != nil {
-			owner = *r.ClientID
-		}
+		k = tenant.KindReplay
 	default:
 		return nil
 	}
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
+	id := c.Param("id")
+	owner, found, err := s.owners.Owner(c.Request.Context(), k, id)
 	if err != nil {
-		return fmt.Errorf("check owner of %s %s: %w", what, id, err)
+		return fmt.Errorf("check owner of %s %s: %w", k, id, err)
 	}
-	if owner != clientID {
-		return notFound(what)
+	if found && owner != clientID {
+		return notFound(k.String())
 	}
 	return nil
-}
-
-// jobOwner returns the client of a job: its subscription's (a TASK job, or
-// one whose subscription is gone, is the platform's: "").
-func (s *Server) jobOwner(c *gin.Context, id string) (string, error) {
-	j, err := s.cfg.Store.JobGetByID(c.Request.Context(), id)
-	if err != nil {
-		return "", err
-	}
-	return s.subscriptionOwner(c, j.SubscriptionID)
-}
-
-// subscriptionOwner returns the client of a subscription, from the
-// matching index when it holds it, else from the store; "" for an
-// anchor-level, missing or empty one.
-func (s *Server) subscriptionOwner(c *gin.Context, subscriptionID string) (string, error) {
-	if subscriptionID == "" {
-		return "", nil
-	}
-	sub, err := s.cfg.Subscriptions.Get(c.Request.Context(), subscriptionID)
-	if errors.Is(err, store.ErrNotFound) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("get subscription %s: %w", subscriptionID, err)
-	}
-	if sub.ClientID == nil {
-		return "", nil
-	}
-	return *sub.ClientID, nil
 }
 
 // scopeOf returns the caller's client ("" for an unscoped caller).
@@ -235,22 +179,4 @@ func scopeOf(c *gin.Context) string { return clientScope(c.Request.Context()) }
 func clientScope(ctx context.Context) string {
 	id, _ := tenant.ScopeOf(ctx)
 	return id
-}
-
-// clientSubscriptionIDs returns the ids of the subscriptions of a client,
-// from the matching index (every instance's index holds every
-// subscription).
-func (s *Server) clientSubscriptionIDs(c *gin.Context, clientID string) ([]string, error) {
-	ix, err := s.cfg.Subscriptions.Index(c.Request.Context())
-	if err != nil {
-		return nil, fmt.Errorf("read subscription index: %w", err)
-	}
-	ids := []string{}
-	for _, sub := range ix.Subscriptions() {
-		if sub.ClientID != nil && *sub.ClientID == clientID {
-			ids = append(ids, sub.ID)
-		}
-	}
-	slices.Sort(ids)
-	return ids, nil
 }

@@ -127,6 +127,9 @@ type Services struct {
 	Tasks *task.Service
 	// Clients is the client (tenant) service (API.md §11).
 	Clients *tenant.Service
+	// Owners tells which client owns an object: the client scope's
+	// lookups (API.md §11).
+	Owners *tenant.Owners
 }
 
 // Server serves the API.
@@ -141,6 +144,7 @@ type Server struct {
 	tasks         *task.Service
 	// clients is the client service (API.md §11).
 	clients *tenant.Service
+	owners  *tenant.Owners
 }
 
 // New returns a Server with every route registered.
@@ -176,7 +180,7 @@ func New(cfg Config) *Server {
 	svc := cfg.Services
 	s := &Server{
 		cfg: cfg, engine: e, catalog: svc.EventTypes, subscriptions: svc.Subscriptions, pools: svc.Pools,
-		tasks: svc.Tasks, clients: svc.Clients,
+		tasks: svc.Tasks, clients: svc.Clients, owners: svc.Owners,
 	}
 
 	// Order: the request id first (so every later log line carries it),

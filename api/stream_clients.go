@@ -2,13 +2,11 @@ package api
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 
-	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/stream"
-	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/tenant"
 )
 
 // The stream's clients filter (API.md §7, §11). Status events do not carry
@@ -94,73 +92,17 @@ func (sc *streamClients) owner(ctx context.Context, e *stream.Event) (string, er
 }
 
 func (sc *streamClients) lookup(ctx context.Context, kind, id string) (string, error) {
-	st := sc.s.cfg.Store
-	subOwner := func(subID string) (string, error) {
-		if subID == "" {
-			return "", nil
-		}
-		sub, err := sc.s.cfg.Subscriptions.Get(ctx, subID)
-		if errors.Is(err, store.ErrNotFound) {
-			return "", nil
-		}
-		if err != nil {
-			return "", err
-		}
-		if sub.ClientID == nil {
-			return "", nil
-		}
-		return *sub.ClientID, nil
-	}
-	switch kind {
-	case "e":
-		ev, err := st.EventGetByID(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return "", nil
-		}
-		if err != nil {
-			return "", err
-		}
-		return ev.Event.Ext(subscription.ClientExtension), nil
-	case "j":
-		j, err := st.JobGetByID(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return "", nil
-		}
-		if err != nil {
-			return "", err
-		}
-		return subOwner(j.SubscriptionID)
-	case "r":
-		if sc.s.cfg.Replays == nil {
-			return "", nil
-		}
-		r, err := sc.s.cfg.Replays.Get(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return "", nil
-		}
-		if err != nil {
-			return "", err
-		}
-		if r.ClientID == nil {
-			return "", nil
-		}
-		return *r.ClientID, nil
-	default:
-		return subOwner(id)
-	}
+	k := map[string]tenant.Kind{"e": tenant.KindEvent, "j": tenant.KindJob, "r": tenant.KindReplay, "s": tenant.KindSubscription}[kind]
+	owner, _, err := sc.s.owners.Owner(ctx, k, id)
+	return owner, err
 }
 
-// ownCodes keeps the codes of codes that name a subscription of client.
+// ownCodes keeps the codes of codes that name a subscription of client
+// (none when the index cannot be read).
 func (sc *streamClients) ownCodes(ctx context.Context, client string, codes []string) []string {
-	out := []string{}
-	ix, err := sc.s.cfg.Subscriptions.Index(ctx)
+	out, err := sc.s.owners.OwnCodes(ctx, client, codes)
 	if err != nil {
-		return out
-	}
-	for _, sub := range ix.Subscriptions() {
-		if sub.ClientID != nil && *sub.ClientID == client && slices.Contains(codes, sub.Code) && !slices.Contains(out, sub.Code) {
-			out = append(out, sub.Code)
-		}
+		return []string{}
 	}
 	return out
 }

@@ -388,7 +388,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			Pull:      pull.New(pull.Config{Store: pullClientGate(st), Lifecycle: jobs, Hub: hub, Lease: cfg.Lease, TracerProvider: tracer}),
 			Limits:    ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
 			Services: newServices(&servicesConfig{
-				Store: st, Jobs: jobs, IDs: ids, Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate,
+				Store: st, Jobs: jobs, IDs: ids, Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Replays: replaySvc,
 				AllowPrivateTargets: cfg.AllowPrivateTargets, Logger: logger,
 			}),
 			Subscriptions: subs, Keys: keys, TrustedProxies: proxies,

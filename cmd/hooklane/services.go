@@ -13,6 +13,7 @@ import (
 	"github.com/hooklane/hooklane/ingest/task"
 	"github.com/hooklane/hooklane/router/webhook"
 	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/subscription/replay"
 	"github.com/hooklane/hooklane/tenant"
 )
 
@@ -30,6 +31,8 @@ type servicesConfig struct {
 	Registry *schema.Registry
 	// PoolChangedFunc is called with a pool id after it changed.
 	PoolChangedFunc func(id string)
+	// Replays reads replays for the client scope's owner lookups.
+	Replays *replay.Service
 	// AllowPrivateTargets skips the target address check
 	// (HOOKLANE_ALLOW_PRIVATE_TARGETS).
 	AllowPrivateTargets bool
@@ -58,6 +61,9 @@ func newServices(c *servicesConfig) api.Services {
 		Tasks: task.NewService(task.Config{Checker: subs, Jobs: c.Jobs, NewIDFunc: c.IDs.New}),
 		Clients: tenant.NewService(tenant.ServiceConfig{
 			Store: c.Store, Subscriptions: subs, Jobs: c.Jobs, NewIDFunc: c.IDs.New, Logger: c.Logger,
+		}),
+		Owners: tenant.NewOwners(tenant.OwnersConfig{
+			Events: c.Store, Jobs: c.Store, Subscriptions: c.Subscriptions, Replays: c.Replays,
 		}),
 	}
 }

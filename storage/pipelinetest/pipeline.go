@@ -24,6 +24,7 @@ import (
 	"github.com/hooklane/hooklane/router/webhook"
 	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/subscription"
+	"github.com/hooklane/hooklane/subscription/replay"
 	"github.com/hooklane/hooklane/tenant"
 )
 
@@ -96,6 +97,8 @@ type ServicesConfig struct {
 	RegistryInvalidateFunc func()
 	// NowFunc is the services' clock; nil is time.Now.
 	NowFunc func() time.Time
+	// Replays reads replays for the owner lookups; nil: none.
+	Replays *replay.Service
 }
 
 // Services are the domain services behind the API, built as cmd/hooklane
@@ -107,6 +110,7 @@ type Services struct {
 	Pools         *pool.Service
 	Tasks         *task.Service
 	Clients       *tenant.Service
+	Owners        *tenant.Owners
 }
 
 // Services builds the domain services over the pipeline's store, job
@@ -123,6 +127,10 @@ func (p *Pipeline) Services(cfg *ServicesConfig) *Services {
 		sc.PublicHostFunc = webhook.PublicHostFunc(net.DefaultResolver)
 	}
 	subs := subscription.NewService(sc)
+	owners := tenant.OwnersConfig{Events: p.Store, Jobs: p.Store, Subscriptions: p.Subs}
+	if cfg.Replays != nil {
+		owners.Replays = cfg.Replays
+	}
 	return &Services{
 		EventTypes: schema.NewCatalog(schema.CatalogConfig{
 			Store: p.Store, Bindings: p.Subs, ValidateCodeFunc: ingest.ValidateEventTypeCode,
@@ -137,5 +145,6 @@ func (p *Pipeline) Services(cfg *ServicesConfig) *Services {
 		Clients: tenant.NewService(tenant.ServiceConfig{
 			Store: p.Store, Subscriptions: subs, Jobs: p.Jobs, NewIDFunc: p.IDs.New, NowFunc: cfg.NowFunc,
 		}),
+		Owners: tenant.NewOwners(owners),
 	}
 }
