@@ -58,6 +58,8 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	batches := fs.String("batches", "", "batch sizes of the ingest phase, comma-separated: 1 (single events) and/or 100 (default both)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the phases against the gateway (in-process, with the load generator and receiver; the ceiling is not in it) to this file")
 	memProfile := fs.String("memprofile", "", "write an allocation profile (alloc_space) at the end of the run to this file")
+	transformFile := fs.String("transform", "", "measure the cost of this transformation (a JavaScript file defining function handler(webhook), API.md §16) per delivered event, against the same load without it, in interleaved rounds; alone, runs only the "+bench.PhaseTransform+" phase")
+	transformRounds := fs.Int("transform-rounds", 0, "interleaved rounds of each load of the transform phase (default 3; the figures are medians)")
 	blockProfile := fs.String("blockprofile", "", "write a profile of where goroutines waited (blocking events of 100µs and more) to this file")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("parse flags: %w", err)
@@ -92,6 +94,16 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	override(&cfg.ReplayLiveRate, *replayLive)
 	if *phases != "" {
 		cfg.Phases = strings.Split(strings.ReplaceAll(*phases, " ", ""), ",")
+	}
+	if *transformFile != "" {
+		code, err := os.ReadFile(*transformFile)
+		if err != nil {
+			return fmt.Errorf("read --transform: %w", err)
+		}
+		cfg.TransformCode, cfg.TransformRounds = string(code), *transformRounds
+		if *phases == "" {
+			cfg.Phases = []string{bench.PhaseTransform}
+		}
 	}
 	var err error
 	if *matchSizes != "" {

@@ -200,7 +200,7 @@ func (e *Engine) runIn(sb *sandbox, prog *Program, in Input) (Output, error) {
 // when empty), headers, payload, eventType, eventId, attempt, cancel. Only
 // the payload is parsed; canonical reports that its text is what
 // JSON.stringify prints for it (see jsonToValue).
-func buildInput(rt *goja.Runtime, in Input) (arg *goja.Object, payload goja.Value, canonical bool, err error) {
+func buildInput(rt *goja.Runtime, in Input) (arg *goja.Object, payload goja.Value, canonical bool, err error) { //nolint:ireturn // goja values are an interface
 	payload, canonical, err = jsonToValue(rt, orNull(in.Payload))
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("parse input payload: %w", err)
@@ -216,9 +216,14 @@ func buildInput(rt *goja.Runtime, in Input) (arg *goja.Object, payload goja.Valu
 		name string
 		v    goja.Value
 	}{
-		{"method", rt.ToValue(in.Method)}, {"url", rt.ToValue(in.URL)}, {"headers", headers}, {"payload", payload},
-		{"eventType", rt.ToValue(in.EventType)}, {"eventId", rt.ToValue(in.EventID)},
-		{"attempt", rt.ToValue(in.Attempt)}, {"cancel", rt.ToValue(in.Cancel)},
+		{"method", rt.ToValue(in.Method)},
+		{"url", rt.ToValue(in.URL)},
+		{"headers", headers},
+		{"payload", payload},
+		{"eventType", rt.ToValue(in.EventType)},
+		{"eventId", rt.ToValue(in.EventID)},
+		{"attempt", rt.ToValue(in.Attempt)},
+		{"cancel", rt.ToValue(in.Cancel)},
 	}
 	for _, m := range members {
 		if m.name == "url" && in.URL == "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -101,6 +102,11 @@ func (p *jsonParser) value(depth int) (goja.Value, error) { //nolint:ireturn // 
 
 func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn // goja values are an interface
 	obj := p.rt.NewObject()
+	// keys are the object's keys so far, while the text is canonical: a
+	// linear search is cheaper than a map for the objects events carry, and
+	// a long object only costs the fast path.
+	var keysBuf [16]string
+	keys := keysBuf[:0]
 	p.i++ // {
 	p.space()
 	if p.i < len(p.data) && p.data[p.i] == '}' {
@@ -116,11 +122,13 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 		if err != nil {
 			return nil, err
 		}
-		if p.canonical && (isDigits(key) || obj.Get(key) != nil) {
-			// JavaScript puts index keys first, a repeated key keeps its
-			// first place, and a key the prototype has is not worth the
-			// doubt.
+		if p.canonical && (isDigits(key) || slices.Contains(keys, key)) {
+			// JavaScript puts index keys first, and a repeated key keeps
+			// its first place with the last value.
 			p.canonical = false
+		}
+		if p.canonical {
+			keys = append(keys, key)
 		}
 		p.space()
 		if p.i >= len(p.data) || p.data[p.i] != ':' {

@@ -104,6 +104,12 @@ type Config struct {
 	ReplayLiveDuration time.Duration
 	// ReplayTimeout bounds the wait for the replay to complete.
 	ReplayTimeout time.Duration
+	// TransformCode is the transformation the transform phase measures
+	// (API.md §16: the source of function handler(webhook)).
+	TransformCode string
+	// TransformRounds is how many interleaved rounds of each load the
+	// transform phase runs (default 3); its figures are their medians.
+	TransformRounds int
 	// RoundTrips, when set, returns the gateway's round trips to its
 	// backends so far, by "backend:operation" (cumulative counts, safe for
 	// concurrent use); every phase then reports them per delivered event
@@ -187,6 +193,9 @@ func (c *Config) fill() error {
 	if len(c.Phases) == 0 {
 		c.Phases = d.Phases
 	}
+	if c.TransformRounds <= 0 {
+		c.TransformRounds = transformRoundsDefault
+	}
 	if c.MaxBacklog <= 0 {
 		c.MaxBacklog = d.MaxBacklog
 	}
@@ -232,8 +241,8 @@ func (c *Config) fill() error {
 		c.NowFunc = time.Now
 	}
 	for _, p := range c.Phases {
-		if !slices.Contains(AllPhases(), p) && p != PhaseReplay {
-			return fmt.Errorf("check config: unknown phase %q (phases: %v, %s)", p, AllPhases(), PhaseReplay)
+		if !slices.Contains(AllPhases(), p) && p != PhaseReplay && p != PhaseTransform {
+			return fmt.Errorf("check config: unknown phase %q (phases: %v, %s, %s)", p, AllPhases(), PhaseReplay, PhaseTransform)
 		}
 	}
 	for _, n := range c.Connections {
@@ -350,6 +359,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{PhaseFanOut, r.fanOut},
 		{PhaseMatching, r.matching},
 		{PhaseReplay, r.replay},
+		{PhaseTransform, r.transform},
 	}
 	for _, s := range steps {
 		if r.has(s.name) {

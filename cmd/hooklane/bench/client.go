@@ -84,6 +84,11 @@ func (g *gatewayClient) subscribe(ctx context.Context, code, eventType, target s
 	if status != http.StatusCreated {
 		return "", fmt.Errorf("create subscription: answered %d: %s", status, raw)
 	}
+	return subscriptionID(raw)
+}
+
+// subscriptionID reads the id of a created subscription.
+func subscriptionID(raw []byte) (string, error) {
 	var sub struct {
 		ID string `json:"id"`
 	}

@@ -55,6 +55,13 @@ func (f *eventFactory) withType(typ string) *eventFactory {
 	return &c
 }
 
+// withData is f with events whose data is data (a JSON value).
+func (f *eventFactory) withData(data []byte) *eventFactory {
+	c := *f
+	c.data = data
+	return &c
+}
+
 func (f *eventFactory) withPrefix(p string) *eventFactory {
 	c := *f
 	c.prefix = p

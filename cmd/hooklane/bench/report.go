@@ -37,6 +37,8 @@ type Report struct {
 	ClientMatching []ClientMatchResult `json:"clientMatching,omitempty"`
 	Soak           *SoakResult         `json:"soak,omitempty"`
 	Replay         *ReplayResult       `json:"replay,omitempty"`
+	// Transform is the transform phase (bench/transform.go).
+	Transform *TransformResult `json:"transform,omitempty"`
 	// Notes say what the run left out (phases skipped for the time budget).
 	Notes []string `json:"notes,omitempty"`
 	// PeakRSSBytes is the benchmark process's peak resident set (gateway
@@ -438,6 +440,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		p("\n")
 	}
 	r.writeReplay(p)
+	r.writeTransform(p)
 	r.writeRoundTrips(p)
 	p("peak RSS\t%.0f MiB\t\n", float64(r.PeakRSSBytes)/(1<<20))
 	if err := tw.Flush(); err != nil {
@@ -493,6 +496,7 @@ func (r *Report) Problems() []string {
 		out = append(out, fmt.Sprintf("soak: %d of %d accepted, %d errors, %d delivered", s.Load.Accepted, s.Load.Scheduled, s.Load.Errors, s.Load.Delivered))
 	}
 	out = append(out, r.replayProblems()...)
+	out = append(out, r.transformProblems()...)
 	return out
 }
 
