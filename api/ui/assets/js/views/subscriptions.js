@@ -1,10 +1,12 @@
 // Subscriptions: list, create and edit (problem+json errors placed next to
-// the field each pointer names), pause / resume, secret rotation and a
-// "send test event" button.
+// the field each pointer names), pause / resume, secret rotation, a
+// "send test event" button and the transformation's editor
+// (transformation.js).
 import { api, listAll } from '../api.js';
 import { h, fill, badge, fmtTime, fmtMs, fmtNum, ago, errorBox, toast, modal, placeErrors, clearErrors } from '../dom.js';
 import { authBody, tlsBody, MASK } from './endpoint.js';
 import { openReplay, replayCard } from './replay.js';
+import { transformationCard } from './transformation.js';
 
 export const needs = 'read';
 
@@ -252,7 +254,8 @@ function renderDetail(root, id, ctx) {
         w ? h('button', { class: 'btn', id: 'rotate-secret', onclick: () => rotate(sub) }, 'Rotate secret') : null,
         w ? (sub.status === 'PAUSED' ? h('button', { class: 'btn primary', id: 'resume', onclick: () => setStatus('resume') }, 'Resume') :
           h('button', { class: 'btn warn', id: 'pause', onclick: () => setStatus('pause') }, 'Pause')) : null));
-    fill(left, renderForm(null, sub, ctx, () => load()));
+    fill(left, renderForm(null, sub, ctx, () => load()),
+      sub.delivery === 'pull' ? null : transformationCard(sub, ctx, () => load()));
     const secretBox = h('div', {});
     if (replays) replays.stop();
     replays = replayCard(sub);
