@@ -345,15 +345,21 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	// One engine runs every transformation of this process (API.md §16):
 	// deliveries and the API's test endpoint alike.
 	transformer := transform.New(transform.Config{Timeout: cfg.TransformTimeout, MaxResultBytes: cfg.MaxEventBytes})
+	destinations := newDestinationRegistry() // destinations.go
 	if roles["router"] {
 		hooks := webhook.New(webhook.Config{
 			AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version,
 			Transform: transformer,
 		})
 		defer hooks.Close()
+		transports := router.Transports{"http": hooks, "https": hooks}
+		brokers := newBrokerTransport(destinations, cfg.AllowPrivateTargets, logger)
+		brokers.register(transports)
+		defer brokers.close()
+		g.Go(func() error { return brokers.run(ctx) })
 		rstore, rsubs := clientGate(st, subs)
 		rt := router.New(router.Config{
-			Queue: mq, Store: rstore, Subscriptions: rsubs, Lifecycle: jobs, Pools: pools, Transport: router.Transports{"http": hooks, "https": hooks}, WorkerID: workerID(),
+			Queue: mq, Store: rstore, Subscriptions: rsubs, Lifecycle: jobs, Pools: pools, Transport: transports, WorkerID: workerID(),
 			Lease: cfg.Lease, MaxInFlight: cfg.RouterConcurrency, Logger: logger, OnAttemptFunc: m.ObserveAttempt,
 			ReceiveVisibility: cfg.ReceiveVisibility, ShutdownDrain: cfg.ShutdownDrain,
 			TracerProvider: tracer,
@@ -389,7 +395,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			Limits:    ingest.Limits{MaxEventBytes: cfg.MaxEventBytes, MaxRequestBytes: cfg.MaxRequestBytes, MaxBatch: cfg.MaxBatch},
 			Services: newServices(&servicesConfig{
 				Store: st, Jobs: jobs, IDs: ids, Subscriptions: subs, Registry: registry, PoolChangedFunc: pools.Invalidate, Replays: replaySvc,
-				AllowPrivateTargets: cfg.AllowPrivateTargets, Logger: logger,
+				AllowPrivateTargets: cfg.AllowPrivateTargets, Destinations: destinations, Logger: logger,
 			}),
 			Subscriptions: subs, Keys: keys, TrustedProxies: proxies,
 			IDs: ids, Version: version, Logger: logger, Metrics: m,

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/hooklane/hooklane/api"
+	"github.com/hooklane/hooklane/destination"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/dispatch/pool"
@@ -36,14 +37,17 @@ type servicesConfig struct {
 	// AllowPrivateTargets skips the target address check
 	// (HOOKLANE_ALLOW_PRIVATE_TARGETS).
 	AllowPrivateTargets bool
-	Logger              *slog.Logger
+	// Destinations are the message-broker types subscriptions may deliver
+	// to (API.md §15); their broker addresses pass the target check.
+	Destinations *destination.Registry
+	Logger       *slog.Logger
 }
 
 // newServices builds the domain services the API's handlers call.
 func newServices(c *servicesConfig) api.Services {
 	sc := subscription.ServiceConfig{
 		Store: c.Store, Jobs: c.Jobs, NewIDFunc: c.IDs.New, Logger: c.Logger,
-		OnChangeFunc: c.Subscriptions.Invalidate,
+		OnChangeFunc: c.Subscriptions.Invalidate, Destinations: c.Destinations,
 	}
 	if !c.AllowPrivateTargets {
 		sc.PublicHostFunc = webhook.PublicHostFunc(net.DefaultResolver)
