@@ -3,7 +3,6 @@
 package api
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -14,15 +13,12 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/hooklane/hooklane/api/metrics"
-	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/dispatch/idgen"
 	"github.com/hooklane/hooklane/dispatch/pool"
-	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/schema"
 	"github.com/hooklane/hooklane/ingest"
 	"github.com/hooklane/hooklane/ingest/task"
 	"github.com/hooklane/hooklane/router/pull"
-	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
 	"github.com/hooklane/hooklane/subscription/replay"
 	"github.com/hooklane/hooklane/subscription/transform"
@@ -32,38 +28,6 @@ import (
 // adminBodyLimit bounds the body of every request but ingest (which has its
 // own limits): schemas are the largest admin documents.
 const adminBodyLimit = 4 << 20
-
-// Store is what the handlers read from the store themselves: the stored
-// events, jobs and status history they show, and the subscription a job
-// belongs to. Every write goes through a service (Services, Jobs).
-type Store interface {
-	EventGetByID(ctx context.Context, id string) (*event.Event, error)
-	EventList(ctx context.Context, p *event.ListParams) (*event.Page, error)
-	JobGetByID(ctx context.Context, id string) (*dispatch.Job, error)
-	JobListByEvent(ctx context.Context, eventID string) ([]*dispatch.Job, error)
-	JobList(ctx context.Context, p *dispatch.JobListParams) (*dispatch.JobPage, error)
-	SubscriptionGetByID(ctx context.Context, id string) (*subscription.Subscription, error)
-	stream.Reader
-	StatusEventListBySubject(ctx context.Context, subject string) ([]stream.Event, error)
-	Ping(ctx context.Context) error
-}
-
-// Jobs is what the API needs of the job lifecycle (*dispatch.Lifecycle):
-// the moves operators ask for and the creation of TASK jobs.
-type Jobs interface {
-	Create(ctx context.Context, jobs []*dispatch.Job) error
-	Retry(ctx context.Context, id string) (*dispatch.Job, error)
-	RetryMany(ctx context.Context, p *dispatch.JobListParams) (int, error)
-	Cancel(ctx context.Context, id, reason string) (*dispatch.Job, error)
-	CancelSubscription(ctx context.Context, subscriptionID, reason string) (int, error)
-	ReleaseSubscription(ctx context.Context, subscriptionID string) (int, error)
-	ResetCircuit(ctx context.Context, subscriptionID, code string) error
-}
-
-// Pinger reports whether a dependency is reachable.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
 
 // Config configures the Server.
 type Config struct {
@@ -214,183 +178,3 @@ func New(cfg Config) *Server {
 
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.engine }
-
-// Route is one registered route: its method and its path template
-// ("/api/events/:id").
-type Route struct {
-	Method, Path string
-}
-
-// Routes returns every registered route, for documentation checks.
-func (s *Server) Routes() []Route {
-	rs := s.engine.Routes()
-	out := make([]Route, len(rs))
-	for i, r := range rs {
-		out[i] = Route{Method: r.Method, Path: r.Path}
-	}
-	return out
-}
-
-func (s *Server) routes() {
-	e := s.engine
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
-	if !s.cfg.MetricsOnOwnListener {
-		e.GET("/metrics", gin.WrapH(s.cfg.Metrics.Handler()))
-	}
-	if s.cfg.UI != nil {
-		// The dashboard is a static site over the public API, not an API
-		// operation, so openapi.json does not list it (routesOf builds the
-		// server without it).
-		e.GET("/ui", func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, "/ui/") })
-		ui := gin.WrapH(http.StripPrefix("/ui", s.cfg.UI))
-		e.GET("/ui/*path", ui)
-		e.HEAD("/ui/*path", ui)
-	}
-
-	a := e.Group("/api")
-	a.GET("/openapi.json", s.auth(RoleProducer, RoleWorker, RoleViewer), s.openAPI)
-	a.POST("/events", s.auth(RoleProducer), s.h(s.postEvents))
-	a.GET("/events", s.auth(RoleProducer, RoleViewer), s.h(s.listEvents))
-	a.GET("/events/:id", s.auth(RoleProducer, RoleViewer), s.h(s.getEvent))
-
-	a.POST("/event-types", s.auth(), s.h(s.createEventType))
-	a.GET("/event-types", s.auth(RoleViewer), s.h(s.listEventTypes))
-	a.GET("/event-types/:code", s.auth(RoleViewer), s.h(s.getEventType))
-	a.PATCH("/event-types/:code", s.auth(), s.h(s.patchEventType))
-	a.DELETE("/event-types/:code", s.auth(), s.h(s.deleteEventType))
-	a.POST("/event-types/:code/versions", s.auth(), s.h(s.createVersion))
-	a.GET("/event-types/:code/versions/:version", s.auth(RoleViewer), s.h(s.getVersion))
-	a.PATCH("/event-types/:code/versions/:version", s.auth(), s.h(s.patchVersion))
-	a.DELETE("/event-types/:code/versions/:version", s.auth(), s.h(s.deleteVersion))
-
-	a.POST("/subscriptions", s.auth(), s.h(s.createSubscription))
-	a.GET("/subscriptions", s.auth(RoleViewer), s.h(s.listSubscriptions))
-	a.GET("/subscriptions/:id", s.auth(RoleViewer), s.h(s.getSubscription))
-	a.PATCH("/subscriptions/:id", s.auth(), s.h(s.patchSubscription))
-	a.DELETE("/subscriptions/:id", s.auth(), s.h(s.deleteSubscription))
-	a.POST("/subscriptions/:id/pause", s.auth(), s.h(s.pauseSubscription))
-	a.POST("/subscriptions/:id/resume", s.auth(), s.h(s.resumeSubscription))
-	a.POST("/subscriptions/:id/rotate-secret", s.auth(), s.h(s.rotateSecret))
-	a.GET("/subscriptions/:id/secret", s.auth(RoleViewer), s.h(s.getSecret))
-	a.GET("/subscriptions/:id/health", s.auth(RoleViewer), s.h(s.getSubscriptionHealth))
-	a.POST("/subscriptions/:id/replay", s.auth(), s.h(s.startReplay))
-	a.GET("/subscriptions/:id/replays", s.auth(RoleViewer), s.h(s.listReplays))
-	a.POST("/subscriptions/:id/transformation/test", s.auth(), s.h(s.testTransformation))
-	a.GET("/replays/:id", s.auth(RoleViewer), s.h(s.getReplay))
-
-	a.POST("/dispatch-pools", s.auth(), s.h(s.createPool))
-	a.GET("/dispatch-pools", s.auth(RoleViewer), s.h(s.listPools))
-	a.GET("/dispatch-pools/:id", s.auth(RoleViewer), s.h(s.getPool))
-	a.PATCH("/dispatch-pools/:id", s.auth(), s.h(s.patchPool))
-	a.DELETE("/dispatch-pools/:id", s.auth(), s.h(s.deletePool))
-
-	a.POST("/dispatch-jobs", s.auth(RoleProducer), s.h(s.createTaskJob))
-	a.GET("/dispatch-jobs", s.auth(RoleProducer, RoleViewer, RoleWorker), s.h(s.listJobs))
-	a.POST("/dispatch-jobs/retry", s.auth(), s.h(s.bulkRetry))
-	a.GET("/dispatch-jobs/:id", s.auth(RoleProducer, RoleViewer, RoleWorker), s.h(s.getJob))
-	a.POST("/dispatch-jobs/:id/retry", s.auth(), s.h(s.retryJob))
-	a.POST("/dispatch-jobs/:id/cancel", s.auth(), s.h(s.cancelJob))
-
-	a.GET("/subscriptions/:id/jobs/next", s.auth(RoleWorker), s.h(s.claimJobs))
-	a.POST("/dispatch-jobs/:id/complete", s.auth(RoleWorker), s.h(s.completeJob))
-	a.POST("/dispatch-jobs/:id/fail", s.auth(RoleWorker), s.h(s.failJob))
-	a.POST("/dispatch-jobs/:id/heartbeat", s.auth(RoleWorker), s.h(s.heartbeatJob))
-	a.GET("/workers", s.auth(RoleWorker, RoleViewer), s.h(s.listWorkers))
-
-	a.GET("/auth/whoami", s.auth(RoleProducer, RoleWorker, RoleViewer), s.h(s.whoami))
-	a.POST("/event-types/:code/versions/:version/validate", s.auth(RoleProducer, RoleViewer), s.h(s.validateData))
-
-	a.GET("/stream", s.auth(RoleViewer), s.h(s.streamSSE))
-	a.GET("/stream/ws", s.auth(RoleViewer), s.h(s.streamWS))
-	s.clientRoutes(a)
-}
-
-// h adapts a handler that returns an error: the error becomes the answer,
-// rendered as problem+json in this one place.
-func (s *Server) h(fn func(c *gin.Context) error) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		err := fn(c)
-		if err == nil {
-			return
-		}
-		p, internal := toProblem(err)
-		if internal {
-			s.cfg.Logger.ErrorContext(c.Request.Context(), "request failed", "method", c.Request.Method, "path", c.FullPath(), "error", err)
-		} else if p.Status == http.StatusServiceUnavailable {
-			s.cfg.Logger.WarnContext(c.Request.Context(), "store unavailable", "path", c.FullPath(), "error", err)
-		}
-		writeProblem(c, p)
-	}
-}
-
-func (s *Server) recoverPanics(c *gin.Context) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.cfg.Logger.ErrorContext(c.Request.Context(), "handler panicked", "path", c.Request.URL.Path, "panic", r)
-			if !c.Writer.Written() {
-				writeProblem(c, newProblem(http.StatusInternalServerError, "internal error"))
-			}
-			c.Abort()
-		}
-	}()
-	c.Next()
-}
-
-// logRequests writes the access log line of every request (with the name
-// of the API key that authenticated it, never the key) and counts it in
-// the HTTP metrics by route template. Probes and scrapes log at debug.
-func (s *Server) logRequests(c *gin.Context) {
-	start := s.cfg.NowFunc()
-	c.Next()
-	d := s.cfg.NowFunc().Sub(start)
-	route := c.FullPath()
-	if route == "" {
-		route = "unmatched"
-	}
-	status := c.Writer.Status()
-	s.cfg.Metrics.ObserveHTTP(c.Request.Method, route, status, d)
-	if route == "/api/dispatch-jobs" && c.Request.Method == http.MethodPost && status == http.StatusCreated {
-		s.cfg.Metrics.ObserveTaskJobCreated()
-	}
-	level := slog.LevelInfo
-	if !strings.HasPrefix(route, "/api/") {
-		level = slog.LevelDebug
-	}
-	attrs := []slog.Attr{
-		slog.String("method", c.Request.Method), slog.String("path", c.Request.URL.Path), slog.String("route", route),
-		slog.Int("status", status), slog.Int64("duration_ms", d.Milliseconds()), slog.String("remote_addr", c.ClientIP()),
-	}
-	if name := c.GetString(ctxKeyName); name != "" {
-		attrs = append(attrs, slog.String("api_key", name))
-	}
-	s.cfg.Logger.LogAttrs(c.Request.Context(), level, "request", attrs...)
-}
-
-func (s *Server) healthz(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"status": "ok", "version": s.cfg.Version})
-}
-
-func (s *Server) readyz(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
-	defer cancel()
-	checks := gin.H{}
-	ready := true
-	for name, p := range map[string]Pinger{"store": s.cfg.Store, "queue": s.cfg.Queue} {
-		if p == nil {
-			continue
-		}
-		if err := p.Ping(ctx); err != nil {
-			checks[name] = "unavailable: " + err.Error()
-			ready = false
-			continue
-		}
-		checks[name] = "ok"
-	}
-	if !ready {
-		c.Header("Retry-After", "5")
-		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "checks": checks})
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready", "checks": checks})
-}
