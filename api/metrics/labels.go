@@ -3,6 +3,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -16,7 +17,29 @@ const (
 	TypeLabelMax = 1000
 	// PoolLabelMax is the most distinct pool labels per process.
 	PoolLabelMax = 200
+	// DestinationLabelMax is the most distinct destination labels per
+	// process: webhook and the registered destination types (five today).
+	DestinationLabelMax = 16
 )
+
+// DestinationWebhook is the destination label of an HTTP target.
+const DestinationWebhook = "webhook"
+
+// destinationLabel is the destination label of a job's target URL:
+// "webhook" for http and https, else the scheme, which is the destination
+// type's name (API.md §15: "kafka://broker/topic"), within
+// DestinationLabelMax; "other" past it or for a target that does not parse.
+func (m *Metrics) destinationLabel(target string) string {
+	scheme, _, ok := strings.Cut(target, "://")
+	scheme = strings.ToLower(scheme)
+	switch {
+	case !ok || scheme == "":
+		return OtherLabel
+	case scheme == "http" || scheme == "https":
+		return DestinationWebhook
+	}
+	return m.destinationLabels.label(scheme)
+}
 
 // OtherLabel is the value of a label whose real value is outside its closed
 // set (an unknown HTTP method, a type or pool past its cap).

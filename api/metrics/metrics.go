@@ -101,6 +101,8 @@ type Metrics struct {
 	// labels (labels.go).
 	typeLabels *labelSet
 	poolLabels *labelSet
+	// destinationLabels caps the destination labels (labels.go).
+	destinationLabels *labelSet
 
 	// clients are the per-client counters (clients.go).
 	clients clientCounters
@@ -126,7 +128,7 @@ func New(cfg Config) *Metrics {
 	endToEndBuckets := []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 21600, 86400}
 	m := &Metrics{
 		cfg: cfg, reg: prometheus.NewRegistry(), types: make(map[string]typeEntry),
-		typeLabels: newLabelSet(TypeLabelMax), poolLabels: newLabelSet(PoolLabelMax),
+		typeLabels: newLabelSet(TypeLabelMax), poolLabels: newLabelSet(PoolLabelMax), destinationLabels: newLabelSet(DestinationLabelMax),
 	}
 	m.ingested = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "events_ingested_total",
@@ -138,12 +140,12 @@ func New(cfg Config) *Metrics {
 	}, []string{"kind"})
 	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "deliveries_total",
-		Help: "Delivery attempts, by pool code, outcome (completed, retry, error, cancelled) and receiver status class (2xx..5xx, or none for network errors and timeouts).",
-	}, []string{"pool", "outcome", "status_class"})
+		Help: "Delivery attempts, by pool code, outcome (completed, retry, error, cancelled), receiver status class (2xx..5xx, or none for network errors, timeouts and broker attempts) and destination (webhook or the destination type).",
+	}, []string{"pool", "outcome", "status_class", "destination"})
 	m.deliveryDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "delivery_duration_seconds",
-		Help: "Duration of one delivery attempt (request sent to answer read), by pool code.", Buckets: deliveryBuckets,
-	}, []string{"pool"})
+		Help: "Duration of one delivery attempt (request sent to answer read, or publish to acknowledgement), by pool code and destination (webhook or the destination type).", Buckets: deliveryBuckets,
+	}, []string{"pool", "destination"})
 	m.endToEnd = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "delivery_end_to_end_seconds",
 		Help: "Time from the job's creation (the event's receipt) to the successful answer of its webhook, retries included, by pool code.", Buckets: endToEndBuckets,
@@ -255,9 +257,9 @@ func (m *Metrics) ObserveTaskJobCreated() {
 // status is already the one the attempt led to. It fits
 // router.Config.OnAttemptFunc.
 func (m *Metrics) ObserveAttempt(j *dispatch.Job, o dispatch.Outcome) {
-	pool := m.poolLabel(j.DispatchPoolID)
-	m.deliveries.WithLabelValues(pool, attemptOutcome(j.Status), StatusClass(o.Attempt.StatusCode)).Inc()
-	m.deliveryDuration.WithLabelValues(pool).Observe((time.Duration(o.Attempt.DurationMs) * time.Millisecond).Seconds())
+	pool, dest := m.poolLabel(j.DispatchPoolID), m.destinationLabel(j.TargetURL)
+	m.deliveries.WithLabelValues(pool, attemptOutcome(j.Status), StatusClass(o.Attempt.StatusCode), dest).Inc()
+	m.deliveryDuration.WithLabelValues(pool, dest).Observe((time.Duration(o.Attempt.DurationMs) * time.Millisecond).Seconds())
 	if j.Status == dispatch.StatusCompleted && !j.CreatedAt.IsZero() {
 		m.endToEnd.WithLabelValues(pool).Observe(max(m.cfg.NowFunc().Sub(j.CreatedAt), 0).Seconds())
 	}
