@@ -314,8 +314,17 @@ func TestEndpointAuthEndToEnd(t *testing.T) {
 	requireNone(t, "the logs", []byte(logs.String()), append(s.secrets, s.signing...))
 	require.Contains(t, logs.String(), "stored secrets are encrypted")
 
-	// At rest: no secret in the database files.
-	for _, name := range []string{"hooklane.db", "hooklane.db-wal"} {
+	// At rest: no secret in the database files, SQLite's (the control
+	// plane) and Pebble's (the data plane: its WAL and tables).
+	names := []string{"hooklane.db", "hooklane.db-wal"}
+	pebbleFiles, err := os.ReadDir(filepath.Join(dataDir, "events"))
+	require.NoError(t, err)
+	for _, f := range pebbleFiles {
+		if !f.IsDir() {
+			names = append(names, filepath.Join("events", f.Name()))
+		}
+	}
+	for _, name := range names {
 		raw, err := os.ReadFile(filepath.Join(dataDir, name))
 		if os.IsNotExist(err) {
 			continue

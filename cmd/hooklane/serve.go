@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -34,9 +33,9 @@ import (
 	"github.com/hooklane/hooklane/router"
 	"github.com/hooklane/hooklane/router/pull"
 	"github.com/hooklane/hooklane/router/webhook"
+	"github.com/hooklane/hooklane/storage/embedded"
 	"github.com/hooklane/hooklane/storage/mongostore"
 	"github.com/hooklane/hooklane/storage/secretbox"
-	"github.com/hooklane/hooklane/storage/sqlitestore"
 	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
@@ -66,8 +65,10 @@ type Store interface {
 	Close() error
 }
 
-// openStore opens MongoDB when configured, else the embedded SQLite store;
-// box (nil: none) seals the secrets it stores.
+// openStore opens MongoDB when configured, else the embedded store (the
+// control plane in SQLite, the data plane in Pebble, both in the data
+// dir; a data dir of an SQLite-only release is upgraded in place); box
+// (nil: none) seals the secrets it stores.
 func openStore(ctx context.Context, cfg *Config, box *secretbox.Box, logger *slog.Logger) (Store, error) { //nolint:ireturn // wiring: the configuration picks the adapter behind the port
 	if cfg.MongoURI != "" {
 		s, err := mongostore.Open(ctx, mongostore.Config{
@@ -82,8 +83,8 @@ func openStore(ctx context.Context, cfg *Config, box *secretbox.Box, logger *slo
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	s, err := sqlitestore.Open(ctx, sqlitestore.Config{
-		Path: filepath.Join(cfg.DataDir, "hooklane.db"), Logger: logger, Box: box,
+	s, err := embedded.Open(ctx, embedded.Config{
+		Dir: cfg.DataDir, Logger: logger, Box: box,
 		Synchronous: strings.ToUpper(cfg.SQLiteSynchronous), CommitWindow: cfg.SQLiteCommitWindow,
 	})
 	if err != nil {
