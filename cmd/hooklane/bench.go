@@ -156,6 +156,12 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *replayRate > 0 {
 			gw = append(gw, "--replay-rate", strconv.Itoa(*replayRate))
 		}
+		if *transformFile != "" {
+			// The time limit is wall-clock: on a loaded machine a run
+			// descheduled for 100 ms would fail its delivery and leave
+			// the phase incomplete. The phase measures CPU, not the limit.
+			gw = append(gw, "--transform-timeout", "5s")
+		}
 		var tracingCfg TracingConfig
 		if *tracing {
 			sink, err := startOTLPSink(ctx)
