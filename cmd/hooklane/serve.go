@@ -346,11 +346,15 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	// One engine runs every transformation of this process (API.md §16):
 	// deliveries and the API's test endpoint alike.
 	transformer := transform.New(transform.Config{Timeout: cfg.TransformTimeout, MaxResultBytes: cfg.MaxEventBytes})
+	transformMetrics := m.NewTransform()
 	destinations := newDestinationRegistry() // destinations.go
 	if roles["router"] {
 		hooks := webhook.New(webhook.Config{
 			AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version,
 			Transform: transformer,
+			OnTransformFunc: func(r webhook.TransformRun) {
+				transformMetrics.ObserveRun(r.Failure, r.Cancelled, r.Duration)
+			},
 		})
 		defer hooks.Close()
 		transports := router.Transports{"http": hooks, "https": hooks}
