@@ -222,6 +222,10 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	if err := prepareSecrets(ctx, st, box, logger); err != nil {
 		return err
 	}
+	// The operational outbox (issue 32), when the store keeps one: circuit
+	// transitions and auto-disables store their events with their own
+	// write, and the relay below ingests them.
+	outbox, durableEvents := st.(dispatch.OutboxStore)
 	q, inProcess, err := openQueue(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -263,16 +267,32 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		Ingest: ingestFunc(func(ctx context.Context, req *ingest.Request) ([]ingest.Result, error) {
 			return svc.Gateway().Ingest(ctx, req)
 		}),
-		Subscriptions: st, Logger: logger, OnDropFunc: cm.ObserveOperationalDrop,
+		Subscriptions: st, Logger: logger, OnDropFunc: cm.ObserveOperationalDrop, Durable: durableEvents,
 	})
+	var relay *operational.Relay
+	if durableEvents {
+		relay = operational.NewRelay(operational.RelayConfig{
+			Outbox: outbox,
+			Ingest: ingestFunc(func(ctx context.Context, req *ingest.Request) ([]ingest.Result, error) {
+				return svc.Gateway().Ingest(ctx, req)
+			}),
+			Subscriptions: st, Logger: logger,
+		})
+	}
 	// The job lifecycle: the one owner of every job write (package dispatch).
 	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{
 		Store: st, Queue: mq, NewID: ids.New, Logger: logger,
 		Circuit: dispatch.CircuitPolicy{
 			Store: st, Failures: cfg.CircuitFailures, Cooldown: cfg.CircuitCooldown, AutoDisableAfter: cfg.AutoDisableAfter,
+			DurableEvents: durableEvents,
 		},
 		OnAttemptFunc: func(j *dispatch.Job, a dispatch.Attempt, err error) { recorder.Observe(observation(j, a, err)) },
-		OnEventsFunc:  forwarder.Observe,
+		OnEventsFunc: func(j *dispatch.Job, events []stream.Event) {
+			forwarder.Observe(j, events)
+			if relay != nil {
+				relay.Observe(j, events)
+			}
+		},
 		OnCircuitFunc: cm.Observe,
 	})
 	svc = ingest.New(ingest.Config{
@@ -312,6 +332,9 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	g.Go(func() error { return subs.Run(ctx) })
 	g.Go(func() error { return recorder.Run(ctx) })
 	g.Go(func() error { return forwarder.Run(ctx) })
+	if relay != nil {
+		g.Go(func() error { return relay.Run(ctx) })
+	}
 	if replays != nil {
 		g.Go(func() error { return replays.Run(ctx) })
 	}
