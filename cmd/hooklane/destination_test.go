@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server" //nolint:depguard // the end-to-end test reads back, from an in-process broker, what the gateway published
 	natsgo "github.com/nats-io/nats.go"        //nolint:depguard // (see above)
 	"github.com/nats-io/nats.go/jetstream"     //nolint:depguard // (see above)
+	amqp "github.com/rabbitmq/amqp091-go"      //nolint:depguard // (see above)
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake" //nolint:depguard // (see above)
 	"github.com/twmb/franz-go/pkg/kgo"   //nolint:depguard // (see above)
@@ -282,4 +285,60 @@ func mustMarshal(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestDestinationRabbitMQEndToEnd: a rabbitmq destination on the local
+// stack's RabbitMQ — the structured event on the queue with message_id
+// the job id; a routing key no queue takes is returned (mandatory): a
+// failed attempt, retried until the queue exists; the password in the url
+// is masked.
+func TestDestinationRabbitMQEndToEnd(t *testing.T) {
+	t.Parallel()
+	amqpURL := cmp.Or(os.Getenv("HOOKLANE_TEST_AMQP_URL"), "amqp://guest:guest@127.0.0.1:5673/")
+	conn, err := amqp.Dial(amqpURL)
+	require.NoError(t, err, "the local stack's RabbitMQ (make test starts it)")
+	t.Cleanup(func() { _ = conn.Close() })
+	ch, err := conn.Channel()
+	require.NoError(t, err)
+	queue := "hooklane-e2e-" + faultSuffix()
+	t.Cleanup(func() { _, _ = ch.QueueDelete(queue, false, false, false) })
+
+	gw := startGateway(t, nil)
+	status, _, _ := gw.do(t, "POST", "/api/event-types", "application/json", `{"code":"shop.order.created","name":"Order created"}`, nil)
+	require.Equal(t, http.StatusCreated, status)
+	status, _, sub := gw.do(t, "POST", "/api/subscriptions", "application/json", fmt.Sprintf(
+		`{"code":"r","retry":{"maxAttempts":20,"initialBackoffSeconds":1,"maxBackoffSeconds":1},
+		  "eventTypes":[{"eventTypeCode":"shop.order.created"}],
+		  "destination":{"type":"rabbitmq","url":%q,"exchange":"","routingKey":%q}}`, amqpURL, queue), nil)
+	require.Equal(t, http.StatusCreated, status, "%v", sub)
+	require.Contains(t, sub["destination"].(map[string]any)["url"], ":***@")
+	require.True(t, strings.HasPrefix(sub["targetUrl"].(string), "amqp://"), sub["targetUrl"])
+
+	// No queue yet: the broker returns the message, the attempt fails.
+	status, _, ev := gw.do(t, "POST", "/api/events", "application/cloudevents+json",
+		`{"specversion":"1.0","id":"r-1","source":"/shop","type":"shop.order.created","data":{"n":1}}`, nil)
+	require.Equal(t, http.StatusCreated, status, "%v", ev)
+	job := ev["dispatchJobs"].([]any)[0].(map[string]any)["id"].(string)
+	require.Eventually(t, func() bool {
+		_, _, j := gw.do(t, "GET", "/api/dispatch-jobs/"+job, "", "", nil)
+		a, _ := j["attempts"].([]any)
+		return len(a) > 0 && a[0].(map[string]any)["error"] != nil
+	}, 30*time.Second, 20*time.Millisecond)
+	_, err = ch.QueueDeclare(queue, false, true, false, false, nil)
+	require.NoError(t, err)
+	done := gw.waitJob(t, job, "COMPLETED")
+	require.GreaterOrEqual(t, done["attemptCount"], float64(2))
+
+	var msg amqp.Delivery
+	require.Eventually(t, func() bool {
+		var ok bool
+		msg, ok, err = ch.Get(queue, true)
+		require.NoError(t, err)
+		return ok
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, job, msg.MessageId)
+	require.Equal(t, "application/cloudevents+json", msg.ContentType)
+	var ce map[string]any
+	require.NoError(t, json.Unmarshal(msg.Body, &ce))
+	require.Equal(t, "r-1", ce["id"])
 }

@@ -115,6 +115,10 @@ func (c *Config) Audience() []string { return []string{c.hostPort()} }
 // TargetURL is amqp://<host:port>/<exchange>.
 func (c *Config) TargetURL() string { return "amqp://" + c.hostPort() + "/" + c.Exchange }
 
+// TargetScheme is the scheme of TargetURL, which is not the type's name:
+// the router routes "amqp://…" targets to the destinations' transport.
+func (Type) TargetScheme() string { return "amqp" }
+
 func (c *Config) hostPort() string {
 	if c.u.Port() != "" {
 		return c.u.Host

@@ -56,12 +56,23 @@ func New(cfg Config) *Transport {
 	return &Transport{cfg: cfg}
 }
 
-// Register adds t to ts under the scheme of every registered type (the
-// type's name: a destination's targetUrl is "<type>://…").
+// Register adds t to ts under the scheme of every registered type's
+// targetUrl: the type's name ("kafka://…"), or the scheme a type names
+// with a TargetScheme method (rabbitmq: "amqp://…", API.md §15).
 func (t *Transport) Register(ts router.Transports) {
 	for _, name := range t.cfg.Registry.Names() {
-		ts[name] = t
+		ts[Scheme(t.cfg.Registry, name)] = t
 	}
+}
+
+// Scheme is the scheme of the targetUrl of a registered type's
+// destinations: its TargetScheme when it has one, else its name.
+func Scheme(reg *destination.Registry, name string) string {
+	typ, ok := reg.Type(name)
+	if s, has := typ.(interface{ TargetScheme() string }); ok && has {
+		return s.TargetScheme()
+	}
+	return name
 }
 
 // Deliver publishes one attempt of d's job to its subscription's current

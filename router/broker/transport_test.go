@@ -18,6 +18,7 @@ import (
 	"github.com/hooklane/hooklane/destination"
 	"github.com/hooklane/hooklane/destination/kafka"
 	"github.com/hooklane/hooklane/destination/nats"
+	"github.com/hooklane/hooklane/destination/rabbitmq"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
@@ -51,7 +52,7 @@ func setup(t *testing.T) *testBundle {
 
 	clients := destination.NewClients(destination.ClientsConfig{})
 	t.Cleanup(clients.Close)
-	reg := destination.NewRegistry(nats.Type{}, kafka.Type{})
+	reg := destination.NewRegistry(nats.Type{}, kafka.Type{}, rabbitmq.Type{})
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	return &testBundle{
@@ -151,13 +152,15 @@ func TestDeliverWithoutDestination(t *testing.T) {
 	require.True(t, dispatch.IsPermanent(out.Err))
 }
 
-// TestRegister: the transport takes every registered type's scheme.
+// TestRegister: the transport takes the scheme of every registered
+// type's targetUrl.
 func TestRegister(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ts := router.Transports{}
 	b.transport.Register(ts)
-	require.Len(t, ts, 2)
+	require.Len(t, ts, 3)
 	require.Equal(t, b.transport, ts["nats"])
 	require.Equal(t, b.transport, ts["kafka"])
+	require.Equal(t, b.transport, ts["amqp"], "rabbitmq's targetUrl is amqp://…")
 }
