@@ -27,7 +27,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -155,6 +157,11 @@ func (Type) Open(ctx context.Context, cfg destination.Config, o *destination.Ope
 		},
 	})
 	if err != nil {
+		if handshakeTimedOut(err) {
+			// amqp091 reports the handshake's deadline as an *amqp.Error
+			// whose reason is the read's text: say it ran out of time.
+			return nil, fmt.Errorf("connect to %s: %w: %w", c.hostPort(), err, os.ErrDeadlineExceeded)
+		}
 		return nil, fmt.Errorf("connect to %s: %w", c.hostPort(), err)
 	}
 	ch, err := conn.Channel()
@@ -253,4 +260,11 @@ func (p *publisher) Close() error {
 		return fmt.Errorf("close rabbitmq connection: %w", err)
 	}
 	return nil
+}
+
+// handshakeTimedOut reports whether a failed dial ran out of time in the
+// AMQP handshake (the connection's deadline, ConnectTimeout).
+func handshakeTimedOut(err error) bool {
+	ae, ok := errors.AsType[*amqp.Error](err)
+	return ok && strings.Contains(ae.Reason, "i/o timeout")
 }
