@@ -24,20 +24,14 @@ func (s *Server) streamSSE(c *gin.Context) error {
 	if cfg.Hub == nil {
 		return newProblem(http.StatusServiceUnavailable, "the status stream is not enabled on this instance")
 	}
-	vals := streamFilterValues{
+	vals := stream.FilterValues{
 		Types: strings.Join(c.QueryArray("types"), ","), Subscriptions: strings.Join(c.QueryArray("subscriptions"), ","),
 		EventTypes: strings.Join(c.QueryArray("eventTypes"), ","), Jobs: strings.Join(c.QueryArray("jobs"), ","),
 		Clients: strings.Join(c.QueryArray("clients"), ","), Since: c.Query("since"),
 	}
-	f, cur, err := vals.parse()
+	f, cur, err := stream.NewFilter(&vals, c.GetHeader("Last-Event-ID"))
 	if err != nil {
-		return err
-	}
-	if cur.AfterID, err = lastEventID(c.GetHeader("Last-Event-ID")); err != nil {
-		return err
-	}
-	if cur.AfterID != "" {
-		f.since = time.Time{}
+		return filterProblem(err)
 	}
 	cr := credentialOf(c)
 	release, err := holdStream(&cfg, cr)
@@ -51,7 +45,7 @@ func (s *Server) streamSSE(c *gin.Context) error {
 	// The server's ReadTimeout would end this long-lived request.
 	_ = rc.SetReadDeadline(time.Time{})
 
-	feed := cfg.Hub.Follow(f.match)
+	feed := cfg.Hub.Follow(f.Match)
 	defer feed.Close()
 
 	h := c.Writer.Header()
@@ -62,7 +56,7 @@ func (s *Server) streamSSE(c *gin.Context) error {
 	sw := &sseWriter{
 		w: c.Writer, rc: rc, timeout: cfg.WriteTimeout, now: s.cfg.NowFunc,
 		retry:   fmt.Sprintf("retry: %d\n", cfg.Retry.Milliseconds()),
-		clients: s.newStreamClients(f.clients, scopeOf(c) != ""), ctx: ctx,
+		clients: s.newStreamClients(f.Clients(), scopeOf(c) != ""), ctx: ctx,
 	}
 	// A comment opens the stream at once (headers and a first byte through
 	// any proxy); clients ignore it.
@@ -77,7 +71,7 @@ func (s *Server) streamSSE(c *gin.Context) error {
 	}
 	// The replay reads the store a page at a time and writes each page out
 	// before it reads the next (stream.ReplayBatchDefault events held).
-	if err := feed.Replay(ctx, s.cfg.Store, cur, f.match, func(e *stream.Event) error { return sw.event(e, true) }); err != nil {
+	if err := feed.Replay(ctx, s.cfg.Store, cur, f.Match, func(e *stream.Event) error { return sw.event(e, true) }); err != nil {
 		if ctx.Err() == nil {
 			s.cfg.Logger.WarnContext(ctx, "stream replay ended", "error", err)
 		}
@@ -131,7 +125,9 @@ func (s *Server) sseRevoked(ctx context.Context, sw *sseWriter, c *gin.Context) 
 // ?include=history, its "history": the status events whose subject is
 // subject, as CloudEvents in ascending id order.
 func (s *Server) writeWithHistory(c *gin.Context, subject string, v any) error {
-	if !slices.Contains(splitList(strings.Join(c.QueryArray("include"), ",")), "history") {
+	if !slices.ContainsFunc(c.QueryArray("include"), func(v string) bool {
+		return slices.ContainsFunc(strings.Split(v, ","), func(p string) bool { return strings.TrimSpace(p) == "history" })
+	}) {
 		c.JSON(http.StatusOK, v)
 		return nil
 	}

@@ -26,7 +26,7 @@ const wsStatusSlow websocket.StatusCode = 4000
 // wsSubscription is one subscription of a connection: its filter and the
 // frontier pinned when it was made (it receives live events above it).
 type wsSubscription struct {
-	filter   *streamFilter
+	filter   *stream.Filter
 	frontier string
 	// clients filters by client (nil: none).
 	clients *streamClients
@@ -133,7 +133,7 @@ func (ws *wsSession) loop(ctx, guard context.Context, feed *stream.Feed, msgs <-
 				return wsStatusSlow, "too slow: reconnect and resume with lastEventId"
 			}
 			for id, sub := range ws.subs {
-				if e.ID <= sub.frontier || !sub.filter.match(e) {
+				if e.ID <= sub.frontier || !sub.filter.Match(e) {
 					continue
 				}
 				if err := ws.sendEvent(ctx, id, e); err != nil {

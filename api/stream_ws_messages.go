@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/coder/websocket"
 
@@ -15,10 +14,10 @@ import (
 // wsClientMessage is what a WebSocket client sends.
 type wsClientMessage struct {
 	// Action is "subscribe" or "unsubscribe".
-	Action         string             `json:"action"`
-	SubscriptionID string             `json:"subscriptionId"`
-	Filters        streamFilterValues `json:"filters"`
-	LastEventID    string             `json:"lastEventId"`
+	Action         string              `json:"action"`
+	SubscriptionID string              `json:"subscriptionId"`
+	Filters        stream.FilterValues `json:"filters"`
+	LastEventID    string              `json:"lastEventId"`
 	// refused, when set, is why the message was not taken (a member named
 	// in another case: names are case-sensitive, as in every body).
 	refused string
@@ -76,33 +75,20 @@ func (ws *wsSession) subscribe(ctx, guard context.Context, m *wsClientMessage) e
 			"too many subscriptions: this connection holds %d, the most allowed (HOOKLANE_MAX_STREAM_SUBSCRIPTIONS); unsubscribe one first",
 			len(ws.subs))})
 	}
-	f, cur, err := m.Filters.parse()
-	if err == nil {
-		cur.AfterID, err = lastEventID(m.LastEventID)
-	}
-	if err == nil && cur.AfterID != "" {
-		f.since = time.Time{}
-	}
+	f, cur, err := stream.NewFilter(&m.Filters, m.LastEventID)
 	if err != nil {
-		msg := err.Error()
-		if p, ok := errors.AsType[*Problem](err); ok {
-			msg = p.Detail
-		}
-		return ws.send(ctx, &wsServerMessage{SubscriptionID: id, Error: msg})
+		return ws.send(ctx, &wsServerMessage{SubscriptionID: id, Error: err.Error()})
 	}
 	// The connection's hub client predates this frontier, so every event
 	// above it is still to come on the feed.
 	if scope := clientScope(ctx); scope != "" {
 		// A scoped key sees its client's messages only (API.md §11).
-		for _, c := range f.clients {
-			if c != scope {
-				return ws.send(ctx, &wsServerMessage{SubscriptionID: id, Error: "forbidden: a key scoped to client " + scope + " may not read client " + c})
-			}
+		if other, ok := f.ScopeTo(scope); !ok {
+			return ws.send(ctx, &wsServerMessage{SubscriptionID: id, Error: "forbidden: a key scoped to client " + scope + " may not read client " + other})
 		}
-		f.clients = []string{scope}
 	}
 	sub := &wsSubscription{filter: f, frontier: ws.cfg.Hub.Frontier()}
-	sub.clients = ws.s.newStreamClients(f.clients, clientScope(ctx) != "")
+	sub.clients = ws.s.newStreamClients(f.Clients(), clientScope(ctx) != "")
 	ws.subs[id] = sub
 	if err := ws.send(ctx, &wsServerMessage{SubscriptionID: id, Status: "subscribed"}); err != nil {
 		return err
@@ -117,7 +103,7 @@ func (ws *wsSession) subscribe(ctx, guard context.Context, m *wsClientMessage) e
 	// next (stream.ReplayBatchDefault events held); writes are bounded by
 	// ctx, so a revocation still closes the connection cleanly.
 	var sendErr error
-	err = stream.Replay(guard, ws.s.cfg.Store, &stream.ReplayParams{Cursor: cur, UpTo: sub.frontier, Match: f.match},
+	err = stream.Replay(guard, ws.s.cfg.Store, &stream.ReplayParams{Cursor: cur, UpTo: sub.frontier, Match: f.Match},
 		func(e *stream.Event) error {
 			if guard.Err() != nil {
 				return fmt.Errorf("replay of %s ended: %w", id, context.Cause(guard))

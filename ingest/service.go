@@ -170,7 +170,7 @@ const (
 )
 
 // ValidateEventTypeCode checks the code of an event type being registered:
-// its syntax (subscription.ValidateEventTypeCode), and that it is not under
+// its syntax (event.ValidateTypeCode), and that it is not under
 // the prefix reserved for the gateway's operational events, which the
 // gateway registers itself (ingest/operational) and no producer may post.
 // It is the schema catalog's ValidateCodeFunc.
@@ -178,7 +178,7 @@ func ValidateEventTypeCode(code string) error {
 	if IsReservedType(code) {
 		return fmt.Errorf("the prefix %q is reserved for the gateway's own events", ReservedTypePrefix)
 	}
-	return subscription.ValidateEventTypeCode(code)
+	return event.ValidateTypeCode(code)
 }
 
 // IsReservedType reports whether an event type is reserved for the

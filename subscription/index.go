@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
 )
 
@@ -139,14 +140,14 @@ func compareSubs(a, b *Subscription) int {
 // add indexes one binding. Subscriptions are added in match order, so every
 // list stays sorted by rank.
 func (p *partition) add(r ref, code string) error {
-	if !isPattern(code) {
+	if !event.IsTypePattern(code) {
 		p.exact[code] = append(p.exact[code], r)
 		return nil
 	}
-	if err := ValidatePattern(code); err != nil {
+	if err := event.ValidateTypePattern(code); err != nil {
 		return err
 	}
-	sep, _ := separatorOf(code)
+	sep, _ := event.TypeSeparatorOf(code)
 	node := p.roots[sep]
 	if node == nil {
 		node = &trieNode{}
@@ -154,7 +155,7 @@ func (p *partition) add(r ref, code string) error {
 	}
 	segs := strings.Split(code, string(sep))
 	for i, seg := range segs {
-		if seg == wildcard && i == len(segs)-1 {
+		if seg == event.TypeWildcard && i == len(segs)-1 {
 			node.rest = append(node.rest, r)
 			return nil
 		}
@@ -165,7 +166,7 @@ func (p *partition) add(r ref, code string) error {
 }
 
 func (n *trieNode) child(seg string) *trieNode {
-	if seg == wildcard {
+	if seg == event.TypeWildcard {
 		if n.star == nil {
 			n.star = &trieNode{}
 		}
@@ -213,7 +214,7 @@ func (n *trieNode) walk(segs []string, i int, c *collector) {
 func (p *partition) collect(code string, c *collector) {
 	c.add(p.exact[code])
 	if len(p.roots) > 0 {
-		if sep, segs, ok := splitCode(code); ok {
+		if sep, segs, ok := event.SplitTypeCode(code); ok {
 			if root := p.roots[sep]; root != nil {
 				root.walk(segs, 0, c)
 			}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/event"
 )
 
 func codes(subs []*Subscription) []string {
@@ -146,7 +148,7 @@ func TestIndexMany(t *testing.T) {
 				continue
 			}
 			for _, b := range s.EventTypes {
-				if MatchPattern(b.EventTypeCode, code) {
+				if event.MatchTypePattern(b.EventTypeCode, code) {
 					want = append(want, s.Code)
 					break
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/dispatch/health"
 	"github.com/hooklane/hooklane/dispatch/pool"
+	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/store"
 )
 
@@ -307,7 +308,7 @@ const listPageSize = 500
 // it.
 func (sub *Subscription) receives(code string) bool {
 	for _, b := range sub.EventTypes {
-		if MatchPattern(b.EventTypeCode, code) {
+		if event.MatchTypePattern(b.EventTypeCode, code) {
 			return true
 		}
 	}

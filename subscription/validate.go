@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/event/cloudevent"
 )
 
@@ -106,7 +107,7 @@ func (s *Subscription) Validate() []FieldError {
 	}
 	for i, b := range s.EventTypes {
 		ptr := "/eventTypes/" + strconv.Itoa(i)
-		if err := ValidatePattern(b.EventTypeCode); err != nil {
+		if err := event.ValidateTypePattern(b.EventTypeCode); err != nil {
 			add(ptr+"/eventTypeCode", err.Error())
 		}
 		if b.SpecVersion != "" && !specVersionRe.MatchString(b.SpecVersion) {

@@ -59,7 +59,7 @@ type CatalogConfig struct {
 	Bindings Bindings
 	// ValidateCodeFunc checks the syntax of a new event type's code; its
 	// error's text is the message at /code. Required. In production it is
-	// subscription.ValidateEventTypeCode: the code grammar lives with the
+	// event.ValidateTypeCode: the code grammar lives with the
 	// binding patterns built on it, and this package must not import the
 	// subscription domain.
 	ValidateCodeFunc func(code string) error

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestBuiltInTypesAreValid(t *testing.T) {
 	t.Parallel()
 	for _, et := range operational.EventTypes(time.Now()) {
-		require.NoError(t, subscription.ValidateEventTypeCode(et.Code), "code %s keeps API.md §2's rule", et.Code)
+		require.NoError(t, event.ValidateTypeCode(et.Code), "code %s keeps API.md §2's rule", et.Code)
 		require.Len(t, et.Versions, 1)
 		_, err := schema.Compile(et.Code, et.Versions[0].Version, et.Versions[0].Schema)
 		require.NoError(t, err, "schema of %s compiles", et.Code)

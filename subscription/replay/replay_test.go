@@ -38,7 +38,7 @@ func fixture() []eventSpec {
 func euOrders(events []*event.Event) []*event.Event {
 	var out []*event.Event
 	for _, e := range events {
-		if subscription.MatchPattern("order.*", e.Event.Type) && e.Event.Ext("region") == "eu" {
+		if event.MatchTypePattern("order.*", e.Event.Type) && e.Event.Ext("region") == "eu" {
 			out = append(out, e)
 		}
 	}

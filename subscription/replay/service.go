@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/dispatch/idgen"
+	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/stream"
 	"github.com/hooklane/hooklane/subscription"
 )
@@ -170,7 +171,7 @@ func (s *Service) check(p *StartParams, until, now time.Time) error {
 			errs = append(errs, FieldError{Pointer: "/eventTypes/" + strconv.Itoa(i), Message: "must be at most " + strconv.Itoa(EventTypeMaxBytes) + " bytes"})
 			continue
 		}
-		if err := subscription.ValidatePattern(code); err != nil {
+		if err := event.ValidateTypePattern(code); err != nil {
 			errs = append(errs, FieldError{Pointer: "/eventTypes/" + strconv.Itoa(i), Message: err.Error()})
 		}
 	}

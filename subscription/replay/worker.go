@@ -477,7 +477,7 @@ func (r *Replay) wants(code string) bool {
 		return true
 	}
 	for _, p := range r.EventTypes {
-		if subscription.MatchPattern(p, code) {
+		if event.MatchTypePattern(p, code) {
 			return true
 		}
 	}

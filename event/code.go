@@ -1,4 +1,4 @@
-package subscription
+package event
 
 import (
 	"errors"
@@ -8,28 +8,28 @@ import (
 
 // Limits of event type codes (API.md §2).
 const (
-	// CodeSegmentsMin is the fewest segments an event type code has.
-	CodeSegmentsMin = 2
-	// CodeSegmentsMax is the most segments an event type code has.
-	CodeSegmentsMax = 8
+	// TypeCodeSegmentsMin is the fewest segments an event type code has.
+	TypeCodeSegmentsMin = 2
+	// TypeCodeSegmentsMax is the most segments an event type code has.
+	TypeCodeSegmentsMax = 8
 )
 
-// wildcard is the pattern segment that stands for one segment, or, in last
+// TypeWildcard is the pattern segment that stands for one segment, or, in last
 // position, for one or more segments.
-const wildcard = "*"
+const TypeWildcard = "*"
 
-// ValidateEventTypeCode reports whether code is a valid event type code: 2–8
+// ValidateTypeCode reports whether code is a valid event type code: 2–8
 // segments of [a-z0-9_-]+ joined by ':' or by '.', one separator kind per
 // code (`ecommerce:orders:order:created`, `order.created`). The error says
 // what is wrong, for a person.
-func ValidateEventTypeCode(code string) error {
+func ValidateTypeCode(code string) error {
 	_, _, err := parseCode(code)
 	return err
 }
 
 // parseCode validates code and returns its separator and segments.
 func parseCode(code string) (sep byte, segs []string, err error) {
-	sep, err = separatorOf(code)
+	sep, err = TypeSeparatorOf(code)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -45,15 +45,15 @@ func parseCode(code string) (sep byte, segs []string, err error) {
 	return sep, segs, nil
 }
 
-// ValidatePattern reports whether p is a valid binding pattern: an exact
+// ValidateTypePattern reports whether p is a valid binding pattern: an exact
 // event type code, or a code in which some segments are `*`. A `*` in the
 // last position is a prefix glob (`ecommerce:orders:*` matches the codes that
 // start with `ecommerce:orders:`, not `ecommerce:orders` itself); any other
 // `*` stands for exactly one segment (`ecommerce:*:order:created`). Both kinds
 // combine (`ecommerce:*:order:*`). A `*` must be a whole segment (`order*` is
 // refused), and the segment count obeys the code rules.
-func ValidatePattern(p string) error {
-	sep, err := separatorOf(p)
+func ValidateTypePattern(p string) error {
+	sep, err := TypeSeparatorOf(p)
 	if err != nil {
 		return err
 	}
@@ -62,10 +62,10 @@ func ValidatePattern(p string) error {
 		return err
 	}
 	for i, s := range segs {
-		if s == wildcard {
+		if s == TypeWildcard {
 			continue
 		}
-		if strings.Contains(s, wildcard) {
+		if strings.Contains(s, TypeWildcard) {
 			return fmt.Errorf("segment %d %q: '*' must stand for a whole segment", i+1, s)
 		}
 		if !validSegment(s) {
@@ -75,18 +75,18 @@ func ValidatePattern(p string) error {
 	return nil
 }
 
-// MatchPattern reports whether the event type code matches pattern under
-// the rules of [ValidatePattern]. A pattern matches only codes written with
+// MatchTypePattern reports whether the event type code matches pattern under
+// the rules of [ValidateTypePattern]. A pattern matches only codes written with
 // its own separator. An invalid pattern or code matches only when the two
 // strings are equal.
-func MatchPattern(pattern, code string) bool {
+func MatchTypePattern(pattern, code string) bool {
 	if pattern == code {
 		return true
 	}
-	if ValidatePattern(pattern) != nil {
+	if ValidateTypePattern(pattern) != nil {
 		return false
 	}
-	sep, segs, ok := splitCode(code)
+	sep, segs, ok := SplitTypeCode(code)
 	if !ok || !strings.ContainsRune(pattern, rune(sep)) {
 		return false
 	}
@@ -97,32 +97,32 @@ func MatchPattern(pattern, code string) bool {
 func matchSegments(pat, code []string) bool {
 	for i, p := range pat {
 		last := i == len(pat)-1
-		if last && p == wildcard {
+		if last && p == TypeWildcard {
 			// Prefix glob: at least one more segment.
 			return len(code) > i
 		}
 		if i >= len(code) {
 			return false
 		}
-		if p != wildcard && p != code[i] {
+		if p != TypeWildcard && p != code[i] {
 			return false
 		}
 	}
 	return len(code) == len(pat)
 }
 
-// isPattern reports whether a (valid) binding code contains a wildcard.
-func isPattern(p string) bool { return strings.Contains(p, wildcard) }
+// IsTypePattern reports whether a (valid) binding code contains a TypeWildcard.
+func IsTypePattern(p string) bool { return strings.Contains(p, TypeWildcard) }
 
-// splitCode splits a valid event type code into its separator and segments;
+// SplitTypeCode splits a valid event type code into its separator and segments;
 // ok is false when code is not a valid code.
-func splitCode(code string) (sep byte, segs []string, ok bool) {
+func SplitTypeCode(code string) (sep byte, segs []string, ok bool) {
 	sep, segs, err := parseCode(code)
 	return sep, segs, err == nil
 }
 
-// separatorOf returns the one separator kind used in s.
-func separatorOf(s string) (byte, error) {
+// TypeSeparatorOf returns the one separator kind used in s.
+func TypeSeparatorOf(s string) (byte, error) {
 	if s == "" {
 		return 0, errors.New("is required")
 	}
@@ -135,13 +135,13 @@ func separatorOf(s string) (byte, error) {
 	case hasDot:
 		return '.', nil
 	default:
-		return 0, fmt.Errorf("must have %d to %d segments joined by ':' or '.'", CodeSegmentsMin, CodeSegmentsMax)
+		return 0, fmt.Errorf("must have %d to %d segments joined by ':' or '.'", TypeCodeSegmentsMin, TypeCodeSegmentsMax)
 	}
 }
 
 func checkSegmentCount(n int) error {
-	if n < CodeSegmentsMin || n > CodeSegmentsMax {
-		return fmt.Errorf("must have %d to %d segments, has %d", CodeSegmentsMin, CodeSegmentsMax, n)
+	if n < TypeCodeSegmentsMin || n > TypeCodeSegmentsMax {
+		return fmt.Errorf("must have %d to %d segments, has %d", TypeCodeSegmentsMin, TypeCodeSegmentsMax, n)
 	}
 	return nil
 }
