@@ -40,6 +40,9 @@ const (
 	// ferretGuardStale is how long FerretDB's write guard of a killed
 	// writer holds (storage/mongostore/guard.go).
 	ferretGuardStale = 30 * time.Second
+	// orderedBackoffMax is the longest back-off of a job whose group head
+	// does not move (README, Guarantees).
+	orderedBackoffMax = 10 * time.Second
 )
 
 // rollingFault is one fault the test caused, and when.
@@ -215,10 +218,14 @@ func TestRollingRestartMongoSQS(t *testing.T) {
 	// timeout and is received within one receive wait; a job it had
 	// claimed is recovered after its lease and timeout; and on FerretDB
 	// a write the dead instance was making leaves a write guard that
-	// holds the job for 30 s (storage/mongostore/guard.go; MongoDB needs
-	// none). The bound is the longest of these plus the margin.
+	// refuses the job's writes for 30 s (storage/mongostore/guard.go;
+	// MongoDB needs none), its message received again with a back-off of
+	// up to the lease, and in an ordered group the job after it waits
+	// with a back-off of up to 10 s while it does not move. The bound is
+	// the longest of these plus the margin.
 	termBound := rollingReceive + 10*time.Second
-	killBound := max(rollingVisibility+rollingReceive, rollingLease+rollingTimeout+time.Second, ferretGuardStale) + 10*time.Second
+	killBound := max(rollingVisibility+rollingReceive, rollingLease+rollingTimeout+time.Second,
+		ferretGuardStale+rollingLease+orderedBackoffMax) + 10*time.Second
 	var faults []*rollingFault
 	restart := func(in *rollingInstance, name string, kill bool, bound time.Duration) {
 		p := in.cur.Load()
@@ -320,6 +327,11 @@ func TestRollingRestartMongoSQS(t *testing.T) {
 		"all delivered %s after the load; worst wait beyond due %s (%s); %s",
 		events, ratePerSec, groups, len(ids), lost, duplicates, len(violations), overlapped,
 		drained.Round(100*time.Millisecond), worst.Round(100*time.Millisecond), worstID, strings.Join(report, "; "))
+	guards := 0
+	for _, in := range instances {
+		guards += strings.Count(in.cur.Load().logText(), "stale write guard taken over")
+	}
+	t.Logf("write guards of the killed instance taken over after %s: %d", ferretGuardStale, guards)
 	for _, mode := range rollingModes {
 		t.Logf("%s: lost=%d worst wait beyond due %s; first deliveries per 5 s from 20 s before the first fault: %v", mode,
 			lostByMode[mode], worstByMode[mode].Round(100*time.Millisecond), recvs[mode].timeline(faults[0].at, 5*time.Second))
