@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,10 +16,13 @@ import (
 )
 
 // transformGateway is a gateway whose circuit opens after one counted
-// failure, so that a failed transformation counted toward it would show.
-func transformGateway(t *testing.T) *gateway {
+// failure, so that a failed transformation counted toward it would show,
+// with the extra settings in env.
+func transformGateway(t *testing.T, env map[string]string) *gateway {
 	t.Helper()
-	gw := startGateway(t, map[string]string{"HOOKLANE_CIRCUIT_FAILURES": "1"})
+	settings := map[string]string{"HOOKLANE_CIRCUIT_FAILURES": "1"}
+	maps.Copy(settings, env)
+	gw := startGateway(t, settings)
 	status, _, body := gw.do(t, http.MethodPost, "/api/event-types", "application/json", `{"code":"shop.order.created","name":"Order created"}`, nil)
 	require.Equal(t, http.StatusCreated, status, "%v", body)
 	return gw
@@ -68,7 +72,7 @@ func (g *gateway) circuit(t *testing.T, id string) map[string]any {
 // header the handler added.
 func TestTransformEndToEndReshapesSignedRequest(t *testing.T) {
 	t.Parallel()
-	gw := transformGateway(t)
+	gw := transformGateway(t, nil)
 	pathRecv := newShapeReceiver(t)
 	_, secret := gw.subscribe(t, "partner", pathRecv.srv.URL+"/orders", `function handler(webhook) {
   const d = webhook.payload.data;
@@ -99,7 +103,7 @@ func TestTransformEndToEndReshapesSignedRequest(t *testing.T) {
 // after one counted failure, stays CLOSED.
 func TestTransformEndToEndCancelAndThrow(t *testing.T) {
 	t.Parallel()
-	gw := transformGateway(t)
+	gw := transformGateway(t, nil)
 	recv := newReceiver(t)
 	gw.subscribe(t, "quiet", recv.srv.URL+"/quiet", `function handler(webhook) {
   webhook.cancel = webhook.payload.data.total < 100;
@@ -133,7 +137,11 @@ func TestTransformEndToEndCancelAndThrow(t *testing.T) {
 // runs by outcome.
 func TestTransformEndToEndHostileDoesNotStallOthers(t *testing.T) {
 	t.Parallel()
-	gw := transformGateway(t)
+	// The time limit is wall-clock: with the spinning handlers on every
+	// core, a loaded machine can hold a good run's goroutine past 100 ms
+	// (seen with four race-built gateways at once on two cores), so the
+	// limit here is generous; the spinners still stop at it.
+	gw := transformGateway(t, map[string]string{"HOOKLANE_TRANSFORM_TIMEOUT": "2s"})
 	recv := newReceiver(t)
 	gw.subscribe(t, "spin", recv.srv.URL+"/spin", `function handler(webhook) { while (true) {} }`)
 	gw.subscribe(t, "hog", recv.srv.URL+"/hog", `function handler(webhook) {
@@ -145,12 +153,16 @@ func TestTransformEndToEndHostileDoesNotStallOthers(t *testing.T) {
   return webhook;
 }`)
 	const events = 6
-	var spin, hog []string
+	var spin, hog, good []string
 	for i := range events {
 		jobs := gw.publish(t, fmt.Sprintf("h-%d", i), i)
-		spin, hog = append(spin, jobs["spin"]), append(hog, jobs["hog"])
+		spin, hog, good = append(spin, jobs["spin"]), append(hog, jobs["hog"]), append(good, jobs["good"])
 	}
-	got := recv.waitFor(t, events) // bounded: fails after 30 s
+	for _, id := range good {
+		j := gw.waitFinal(t, id)
+		require.Equal(t, "COMPLETED", j["status"], "a good delivery failed: %v", j["lastError"])
+	}
+	got := recv.waitFor(t, events)
 	ids := map[string]bool{}
 	for _, d := range got {
 		var body map[string]string
@@ -184,6 +196,18 @@ func TestTransformEndToEndHostileDoesNotStallOthers(t *testing.T) {
 	require.Contains(t, series, fmt.Sprintf(`hooklane_transform_runs_total{outcome="failed"} %d`, 2*events))
 	require.Contains(t, series, fmt.Sprintf(`hooklane_transform_failures_total{kind="timeout"} %d`, events+countLines(t, gw, hog, "timeout")))
 	require.Contains(t, series, fmt.Sprintf(`hooklane_transform_run_duration_seconds_count %d`, 3*events))
+}
+
+// waitFinal waits (at most 30 s) for a job to end and returns it.
+func (g *gateway) waitFinal(t *testing.T, id string) map[string]any {
+	t.Helper()
+	var job map[string]any
+	require.Eventually(t, func() bool {
+		_, _, job = g.do(t, http.MethodGet, "/api/dispatch-jobs/"+id, "", "", nil)
+		s := job["status"]
+		return s == "COMPLETED" || s == "ERROR" || s == "CANCELLED"
+	}, 30*time.Second, 20*time.Millisecond, "job %s never ended", id)
+	return job
 }
 
 // countLines counts the jobs among ids whose lastError contains word.
