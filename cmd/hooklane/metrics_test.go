@@ -98,7 +98,7 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 	// last hook to have run.
 	require.Eventually(t, func() bool {
 		got = scrape(t, gw.base)
-		return got[`hooklane_deliveries_total{outcome="completed",pool="default",status_class="2xx"}`] == 3
+		return got[`hooklane_deliveries_total{destination="webhook",outcome="completed",pool="default",status_class="2xx"}`] == 3
 	}, 30*time.Second, 20*time.Millisecond)
 
 	require.InDelta(t, 3, got[`hooklane_events_ingested_total{outcome="accepted",type="shop.order.created"}`], 0)
@@ -112,8 +112,8 @@ func TestMetricsAfterKnownWorkload(t *testing.T) {
 		require.NotContains(t, k, "127.0.0.1", "a URL must not become a label")
 	}
 	require.InDelta(t, 3, got[`hooklane_dispatch_jobs_created_total{kind="EVENT"}`], 0)
-	require.InDelta(t, 1, got[`hooklane_deliveries_total{outcome="retry",pool="default",status_class="5xx"}`], 0)
-	require.InDelta(t, 4, got[`hooklane_delivery_duration_seconds_count{pool="default"}`], 0)
+	require.InDelta(t, 1, got[`hooklane_deliveries_total{destination="webhook",outcome="retry",pool="default",status_class="5xx"}`], 0)
+	require.InDelta(t, 4, got[`hooklane_delivery_duration_seconds_count{destination="webhook",pool="default"}`], 0)
 	require.InDelta(t, 3, got[`hooklane_delivery_end_to_end_seconds_count{pool="default"}`], 0)
 	require.Positive(t, got[`hooklane_delivery_end_to_end_seconds_sum{pool="default"}`])
 	require.InDelta(t, 0, got[`hooklane_queue_errors_total{operation="send"}`], 0)

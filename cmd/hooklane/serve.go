@@ -566,7 +566,7 @@ func storeKind(cfg *Config) string {
 	if cfg.MongoURI != "" {
 		return "mongodb"
 	}
-	return "sqlite"
+	return "embedded"
 }
 
 func queueKind(cfg *Config) string {
