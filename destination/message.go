@@ -55,6 +55,15 @@ type Envelope struct {
 	// TraceParent is the W3C traceparent of the attempt's span; "" sends
 	// the event's traceparent extension, if any.
 	TraceParent string
+	// ReplaceBody asks for Body in place of the body the content mode
+	// makes (a subscription's transformation changed the payload, API.md
+	// §16): the whole body in structured mode, the data in binary mode,
+	// whose other attributes still travel as headers.
+	ReplaceBody bool
+	Body        []byte
+	// ContentType, when not empty, replaces the content type the content
+	// mode makes (the transformation's).
+	ContentType string
 }
 
 // Delivery metadata names (API.md §15).
@@ -79,7 +88,9 @@ const (
 // every other attribute a header named b.AttrPrefix + its name, its value
 // as stored, as a string). The subscription's headers come first, so that
 // none of them replaces an attribute or the delivery metadata; a header
-// that differs from one of those in case only is dropped.
+// that differs from one of those in case only is dropped. A transformed
+// body and content type (e.ReplaceBody, e.ContentType) replace the content
+// mode's.
 func NewMessage(b Binding, e *Envelope) (*Message, error) {
 	attrs, err := decodeAttributes(e.Event)
 	if err != nil {
@@ -102,6 +113,10 @@ func NewMessage(b Binding, e *Envelope) (*Message, error) {
 		m.Body = e.Event
 		m.ContentType = ContentTypeStructured
 	}
+	if e.ReplaceBody {
+		m.Body = e.Body
+	}
+	m.ContentType = cmp.Or(e.ContentType, m.ContentType)
 	if tp := cmp.Or(e.TraceParent, attributeString(attrs["traceparent"])); tp != "" {
 		own[HeaderTraceParent] = tp
 	}

@@ -69,8 +69,8 @@ func (s *Subscription) normalizeDestination() {
 
 // validateDestinationShape checks that a push subscription has exactly
 // one of target and destination, a pull one no destination, and that a
-// destination comes without the HTTP-only auth and tls (API.md §14–15),
-// and without an enabled transformation (not run for destinations yet).
+// destination comes without the HTTP-only auth and tls (API.md §14–15).
+// A transformation is allowed: the broker transport runs it (API.md §16).
 // The destination's own fields are the registry's to check.
 func (s *Subscription) validateDestinationShape() []FieldError {
 	if !s.HasDestination() {
@@ -89,11 +89,6 @@ func (s *Subscription) validateDestinationShape() []FieldError {
 	}
 	if s.TLS != nil {
 		add("/tls", "applies to an HTTP target only: a destination carries its own tls")
-	}
-	if s.Transformation.On() {
-		// The broker transport does not run transformations yet: refused
-		// rather than silently skipped.
-		add("/transformation", "is not applied to a destination's deliveries yet: disable it or remove it")
 	}
 	return errs
 }

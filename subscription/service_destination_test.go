@@ -296,3 +296,25 @@ func mustJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// TestDestinationWithTransformation: a destination takes an enabled
+// transformation (API.md §16: the broker transport runs it); its code is
+// still checked.
+func TestDestinationWithTransformation(t *testing.T) {
+	t.Parallel()
+	b := setupDestinations(t)
+	const dest = `"destination":{"type":"nats","url":"nats://n.example:4222","subject":"s"}`
+	s := newDestSub(t, `{"code":"tr","eventTypes":[{"eventTypeCode":"a.b"}],`+dest+`,
+		"transformation":{"code":"function handler(w) { return w; }"}}`)
+	_, err := b.svc.Create(t.Context(), s, nil)
+	require.NoError(t, err)
+	require.True(t, s.Transformation.On())
+	got, err := b.svc.Get(t.Context(), s.ID)
+	require.NoError(t, err)
+	require.True(t, got.Transformation.On(), "stored enabled")
+
+	bad := newDestSub(t, `{"code":"tr2","eventTypes":[{"eventTypeCode":"a.b"}],`+dest+`,
+		"transformation":{"code":"function nothing() {}"}}`)
+	_, err = b.svc.Create(t.Context(), bad, nil)
+	require.Equal(t, []string{"/transformation/code"}, pointers(requireRejection(t, err)))
+}

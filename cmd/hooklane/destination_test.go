@@ -342,3 +342,67 @@ func TestDestinationRabbitMQEndToEnd(t *testing.T) {
 	require.NoError(t, json.Unmarshal(msg.Body, &ce))
 	require.Equal(t, "r-1", ce["id"])
 }
+
+// TestDestinationTransformEndToEnd: a nats destination with an enabled
+// transformation (API.md §16) is accepted; the handler reshapes the
+// message (renamed fields as an application/json body, a header added),
+// cancels a delivery (the job CANCELLED, nothing published) and fails one
+// (a thrown error: the job ERROR after one attempt, nothing published).
+func TestDestinationTransformEndToEnd(t *testing.T) {
+	t.Parallel()
+	ns := newNATS(t, "")
+	nc, err := natsgo.Connect(ns.ClientURL(), natsgo.Timeout(5*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	natsStream(t, nc, "shipments.>")
+	inbox, err := nc.SubscribeSync("shipments.>")
+	require.NoError(t, err)
+	require.NoError(t, nc.Flush())
+
+	gw := startGateway(t, nil)
+	status, _, _ := gw.do(t, "POST", "/api/event-types", "application/json", `{"code":"shop.order.created","name":"Order created"}`, nil)
+	require.Equal(t, http.StatusCreated, status)
+	const code = `function handler(w) {
+  var n = w.payload.data.n;
+  if (n === 2) { w.cancel = true; return w; }
+  if (n === 3) { throw new Error("no shipment for " + n); }
+  var h = w.headers;
+  h["x-shipment"] = "s-" + n;
+  return {payload: {orderNumber: n, eventType: w.eventType}, headers: h};
+}`
+	status, _, sub := gw.do(t, "POST", "/api/subscriptions", "application/json", fmt.Sprintf(
+		`{"code":"tn","headers":{"X-Team":"orders"},"retry":{"maxAttempts":5,"initialBackoffSeconds":1,"maxBackoffSeconds":1},
+		  "eventTypes":[{"eventTypeCode":"shop.order.created"}],
+		  "destination":{"type":"nats","url":%q,"subject":"shipments.created"},
+		  "transformation":{"code":%s}}`, ns.ClientURL(), mustMarshal(t, code)), nil)
+	require.Equal(t, http.StatusCreated, status, "%v", sub)
+
+	post := func(n int) string {
+		t.Helper()
+		status, _, ev := gw.do(t, "POST", "/api/events", "application/cloudevents+json", fmt.Sprintf(
+			`{"specversion":"1.0","id":"t-%d","source":"/shop","type":"shop.order.created","data":{"n":%d}}`, n, n), nil)
+		require.Equal(t, http.StatusCreated, status, "%v", ev)
+		return ev["dispatchJobs"].([]any)[0].(map[string]any)["id"].(string)
+	}
+	job := post(1)
+	msg, err := inbox.NextMsg(30 * time.Second)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"orderNumber":1,"eventType":"shop.order.created"}`, string(msg.Data))
+	require.Equal(t, "application/json", msg.Header.Get("content-type"))
+	require.Equal(t, "s-1", msg.Header.Get("x-shipment"))
+	require.Equal(t, "orders", msg.Header.Get("x-team"))
+	require.Equal(t, job, msg.Header.Get("Nats-Msg-Id"))
+	gw.waitJob(t, job, "COMPLETED")
+
+	cancelled := gw.waitJob(t, post(2), "CANCELLED")
+	require.Zero(t, cancelled["attemptCount"])
+	failed := gw.waitJob(t, post(3), "ERROR")
+	require.EqualValues(t, 1, failed["attemptCount"], "not retried")
+	require.Contains(t, failed["lastError"], "no shipment for 3")
+
+	// Nothing was published for 2 and 3: the next message is 4's.
+	post(4)
+	msg, err = inbox.NextMsg(30 * time.Second)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"orderNumber":4,"eventType":"shop.order.created"}`, string(msg.Data))
+}

@@ -13,7 +13,9 @@ import (
 	"github.com/hooklane/hooklane/destination/sqs"
 	"github.com/hooklane/hooklane/router"
 	"github.com/hooklane/hooklane/router/broker"
+	"github.com/hooklane/hooklane/router/transformrun"
 	"github.com/hooklane/hooklane/router/webhook"
+	"github.com/hooklane/hooklane/subscription/transform"
 )
 
 // newDestinationRegistry is the one list of the destination types this
@@ -35,15 +37,22 @@ type brokerTransport struct {
 // configuration, closed when idle), dialling through the same guarded
 // dialer as webhooks (private addresses refused unless
 // HOOKLANE_ALLOW_PRIVATE_TARGETS, checked on the resolved address at
-// connect time).
-func newBrokerTransport(reg *destination.Registry, allowPrivate bool, logger *slog.Logger) *brokerTransport {
+// connect time). Subscriptions' transformations run on transformer (API.md
+// §16; nil: none run), each run reported to onTransform.
+func newBrokerTransport(
+	reg *destination.Registry, allowPrivate bool, logger *slog.Logger,
+	transformer *transform.Engine, onTransform func(transformrun.Run),
+) *brokerTransport {
 	clients := destination.NewClients(destination.ClientsConfig{
 		Dial:   webhook.NewDialContext(allowPrivate, destination.ConnectTimeoutDefault),
 		Logger: logger.With("component", "destination_clients"),
 	})
 	return &brokerTransport{
-		clients:   clients,
-		transport: broker.New(broker.Config{Registry: reg, Clients: clients, Logger: logger, NowFunc: time.Now}),
+		clients: clients,
+		transport: broker.New(broker.Config{
+			Registry: reg, Clients: clients, Logger: logger, NowFunc: time.Now,
+			Transform: transformer, OnTransformFunc: onTransform,
+		}),
 	}
 }
 

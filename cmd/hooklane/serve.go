@@ -372,16 +372,18 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	transformMetrics := m.NewTransform()
 	destinations := newDestinationRegistry() // destinations.go
 	if roles["router"] {
+		// Webhooks and destinations run transformations alike, on the one
+		// engine, into the same metrics.
+		onTransform := func(r webhook.TransformRun) {
+			transformMetrics.ObserveRun(r.Failure, r.Cancelled, r.Duration)
+		}
 		hooks := webhook.New(webhook.Config{
 			AllowPrivateTargets: cfg.AllowPrivateTargets, UserAgent: "hooklane/" + version,
-			Transform: transformer,
-			OnTransformFunc: func(r webhook.TransformRun) {
-				transformMetrics.ObserveRun(r.Failure, r.Cancelled, r.Duration)
-			},
+			Transform: transformer, OnTransformFunc: onTransform,
 		})
 		defer hooks.Close()
 		transports := router.Transports{"http": hooks, "https": hooks}
-		brokers := newBrokerTransport(destinations, cfg.AllowPrivateTargets, logger)
+		brokers := newBrokerTransport(destinations, cfg.AllowPrivateTargets, logger, transformer, onTransform)
 		brokers.register(transports)
 		defer brokers.close()
 		g.Go(func() error { return brokers.run(ctx) })

@@ -16,6 +16,8 @@ import (
 	"github.com/hooklane/hooklane/destination"
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/router"
+	"github.com/hooklane/hooklane/router/transformrun"
+	"github.com/hooklane/hooklane/subscription/transform"
 )
 
 // Config configures a Transport.
@@ -31,12 +33,21 @@ type Config struct {
 	Logger *slog.Logger
 	// NowFunc is the clock of the attempt's timing; nil is time.Now.
 	NowFunc func() time.Time
+	// Transform runs subscriptions' transformations (API.md §16); nil
+	// turns them off: messages are published as §15 builds them.
+	Transform *transform.Engine
+	// OnTransformFunc, when set, is told of every transformation run of a
+	// delivery (its outcome and duration): the metrics' hook. It must not
+	// block.
+	OnTransformFunc func(transformrun.Run)
 }
 
 // Transport is the router.Transport of the destinations. It is safe for
 // concurrent use.
 type Transport struct {
 	cfg Config
+	// transforms runs the subscriptions' transformations.
+	transforms *transformrun.Runner
 }
 
 var _ router.Transport = (*Transport)(nil)
@@ -53,7 +64,9 @@ func New(cfg Config) *Transport {
 	if cfg.NowFunc == nil {
 		cfg.NowFunc = time.Now
 	}
-	return &Transport{cfg: cfg}
+	return &Transport{cfg: cfg, transforms: transformrun.New(transformrun.Config{
+		Engine: cfg.Transform, NowFunc: cfg.NowFunc, OnRunFunc: cfg.OnTransformFunc,
+	})}
 }
 
 // Register adds t to ts under the scheme of every registered type's
@@ -76,7 +89,13 @@ func Scheme(reg *destination.Registry, name string) string {
 }
 
 // Deliver publishes one attempt of d's job to its subscription's current
-// destination, bounded by the job's timeout.
+// destination, bounded by the job's timeout. The subscription's
+// transformation, when on, runs first (API.md §16; the handler gets no
+// url): a changed payload replaces the message body (the data in binary
+// mode) and its content type, its headers are the message's custom
+// headers; one that cancels the delivery publishes nothing and cancels
+// the job; one that fails, or sets a url or another method (a webhook's),
+// is a failed attempt, not retried and not counted toward the circuit.
 func (t *Transport) Deliver(ctx context.Context, d *router.Delivery) dispatch.Outcome {
 	sub, job := d.Subscription, d.Job
 	if sub == nil || d.Event == nil || !sub.HasDestination() {
@@ -94,10 +113,22 @@ func (t *Transport) Deliver(ctx context.Context, d *router.Delivery) dispatch.Ou
 	}
 	span := trace.SpanFromContext(ctx)
 	startSpan(span, dest, job)
-	m, err := destination.NewMessage(dest.Type.Binding(), &destination.Envelope{
+	env := &destination.Envelope{
 		Event: body, DataOnly: job.DataOnly, Headers: job.Headers, JobID: job.ID, Attempt: d.Attempt,
 		Group: job.MessageGroup, TraceParent: traceParent(span.SpanContext()),
-	})
+	}
+	ran := t.cfg.NowFunc()
+	tr, ok, err := t.transforms.Apply(ctx, d, transformrun.Request{Body: body})
+	if err != nil {
+		if out, isTransform := transformrun.FailedOutcome(err, ran, t.cfg.NowFunc()); isTransform {
+			return out
+		}
+		return dispatch.Outcome{Err: dispatch.Permanent(err)}
+	}
+	if ok {
+		applyTransformed(env, &tr)
+	}
+	m, err := destination.NewMessage(dest.Type.Binding(), env)
 	if err != nil {
 		return dispatch.Outcome{Err: dispatch.Permanent(fmt.Errorf("build message: %w", err))}
 	}
@@ -121,6 +152,21 @@ func (t *Transport) Deliver(ctx context.Context, d *router.Delivery) dispatch.Ou
 		span.SetAttributes(attribute.String("hooklane.broker.answer", answer))
 	}
 	return out
+}
+
+// applyTransformed puts a transformation's result into the message's
+// envelope: its headers are the custom headers (a content-type among them
+// is the message's content type, not a header of its own), a changed
+// payload the body.
+func applyTransformed(env *destination.Envelope, tr *transformrun.Result) {
+	headers := make(map[string]string, len(tr.Headers))
+	for k, v := range tr.Headers {
+		if k != "content-type" {
+			headers[k] = v
+		}
+	}
+	env.Headers = headers
+	env.ReplaceBody, env.Body, env.ContentType = tr.Changed, tr.Body, tr.ContentType
 }
 
 // messagingSystem is the semantic conventions' messaging.system of each

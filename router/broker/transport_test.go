@@ -35,7 +35,7 @@ type testBundle struct {
 	tracer    trace.Tracer
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t *testing.T, opts ...func(*broker.Config)) *testBundle {
 	t.Helper()
 	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
 	require.NoError(t, err)
@@ -55,8 +55,12 @@ func setup(t *testing.T) *testBundle {
 	reg := destination.NewRegistry(nats.Type{}, kafka.Type{}, rabbitmq.Type{})
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	cfg := broker.Config{Registry: reg, Clients: clients}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	return &testBundle{
-		transport: broker.New(broker.Config{Registry: reg, Clients: clients}),
+		transport: broker.New(cfg),
 		url:       s.ClientURL(), nc: nc, spans: spans, tracer: tp.Tracer("test"),
 	}
 }

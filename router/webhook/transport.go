@@ -21,6 +21,7 @@ import (
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/router"
+	"github.com/hooklane/hooklane/router/transformrun"
 	"github.com/hooklane/hooklane/subscription"
 	"github.com/hooklane/hooklane/subscription/transform"
 )
@@ -74,8 +75,8 @@ type Transport struct {
 	// event is rendered once for all its subscriptions' jobs and their
 	// retries (events are immutable once stored).
 	bodies *ristretto.Cache[string, []byte]
-	// programs caches the compiled transformations of subscriptions.
-	programs *transform.Cache
+	// transforms runs the subscriptions' transformations.
+	transforms *transformrun.Runner
 }
 
 // Sizing of the rendered-body cache, in bytes of body.
@@ -112,7 +113,10 @@ func New(cfg Config) *Transport {
 		panic(fmt.Sprintf("webhook: create body cache: %v", err))
 	}
 	return &Transport{
-		cfg: cfg, bodies: bodies, programs: transform.NewCache(0),
+		cfg: cfg, bodies: bodies,
+		transforms: transformrun.New(transformrun.Config{
+			Engine: cfg.Transform, NowFunc: cfg.NowFunc, OnRunFunc: cfg.OnTransformFunc,
+		}),
 		clients: newClients(base, newTLSClient, cfg.TLSClients, cfg.TLSClientIdle, cfg.NowFunc),
 		tokens:  newTokens(cfg.OAuth2Tokens, cfg.NowFunc),
 	}
@@ -139,14 +143,8 @@ func (t *Transport) Deliver(ctx context.Context, d *router.Delivery) dispatch.Ou
 	ran := t.cfg.NowFunc()
 	req, err := t.Request(ctx, d)
 	if err != nil {
-		if errors.Is(err, errTransformCancelled) {
-			return dispatch.Outcome{Cancelled: CancelledByTransformation}
-		}
-		if _, ok := errors.AsType[*TransformError](err); ok {
-			return attempt(ran, t.cfg.NowFunc(), 0, "", dispatch.Permanent(err))
-		}
-		if errors.Is(err, errTransformRun) {
-			return attempt(ran, t.cfg.NowFunc(), 0, "", err) // the engine's, not the handler's: retryable
+		if out, ok := transformrun.FailedOutcome(err, ran, t.cfg.NowFunc()); ok {
+			return out
 		}
 		return dispatch.Outcome{Err: dispatch.Permanent(err)}
 	}
@@ -228,8 +226,8 @@ func (t *Transport) keys(d *router.Delivery) ([][]byte, error) {
 
 // Request renders the signed HTTP request of a delivery (API.md §6), as
 // the subscription's transformation, when on, reshapes it (API.md §16): a
-// cancelled delivery is an error matching errTransformCancelled, a failed
-// transformation a *TransformError.
+// cancelled delivery is an error matching transformrun.ErrCancelled, a
+// failed transformation a *TransformError.
 func (t *Transport) Request(ctx context.Context, d *router.Delivery) (*http.Request, error) {
 	j := d.Job
 	keys, err := t.keys(d)
@@ -241,17 +239,19 @@ func (t *Transport) Request(ctx context.Context, d *router.Delivery) (*http.Requ
 		return nil, err
 	}
 	method, target, custom := http.MethodPost, j.TargetURL, j.Headers
-	tr, ok, err := t.transform(ctx, d, body)
+	tr, ok, err := t.transforms.Apply(ctx, d, transformrun.Request{
+		URL: j.TargetURL, Body: body, Credentialed: d.Subscription != nil && (d.Subscription.Auth != nil || d.Subscription.TLS != nil),
+	})
 	if err != nil {
 		return nil, err
 	}
 	if ok {
-		method, target, custom = tr.method, tr.url, tr.headers
-		if tr.changed {
-			body = tr.body
+		method, target, custom = tr.Method, tr.URL, tr.Headers
+		if tr.Changed {
+			body = tr.Body
 		}
-		if tr.contentType != "" {
-			header.Set("Content-Type", tr.contentType)
+		if tr.ContentType != "" {
+			header.Set("Content-Type", tr.ContentType)
 		}
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
