@@ -81,7 +81,14 @@ func TestCircuitOpensHoldsProbesOnceClosesAndDrains(t *testing.T) {
 			defer release()
 			r.rx.status.Store(http.StatusOK)
 			r.clock.Advance(time.Minute)
-			probe := <-r.rx.arrived
+			var probe string
+			select {
+			case probe = <-r.rx.arrived:
+			case <-time.After(time.Minute):
+				c = r.circuit()
+				t.Fatalf("no probe arrived within a minute of the next probe time (circuit %s, next probe %v, clock %v)",
+					c.State, c.NextProbeAt, r.clock.Now())
+			}
 			require.True(t, slices.ContainsFunc(heads, func(j *dispatch.Job) bool { return j.ID == probe }), "the probe is a group's head")
 			others := slices.DeleteFunc(slices.Clone(heads), func(j *dispatch.Job) bool { return j.ID == probe })
 			r.waitJobs("parked while the probe runs", others, parkedByCircuit)
