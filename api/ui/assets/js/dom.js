@@ -166,12 +166,14 @@ export function modal(title, content, actions = [], { dismissable = true } = {})
 }
 
 /** placeErrors puts each problem+json error next to the field its pointer
- * names (the field with the longest data-pointer that prefixes it); the
- * rest go to the form's alert. It returns how many were placed. */
+ * names (the field with the longest data-pointer that prefixes it, among
+ * the shown ones: a hidden part of the form, such as another destination
+ * type's fields, may have fields of the same pointer); the rest go to the
+ * form's alert. It returns how many were placed. */
 export function placeErrors(form, err) {
   clearErrors(form);
   const p = (err && err.problem) || {};
-  const fields = [...form.querySelectorAll('[data-pointer]')];
+  const fields = [...form.querySelectorAll('[data-pointer]')].filter((f) => !f.closest('[hidden]'));
   const rest = [];
   let placed = 0;
   for (const e of p.errors || []) {

@@ -2,6 +2,7 @@
 // actions, refreshed live from the stream.
 import { api } from '../api.js';
 import { h, fill, badge, codeBadge, fmtTime, fmtMs, ago, jsonView, throttle, errorBox, toast } from '../dom.js';
+import { kindOfTarget, kindBadge, WEBHOOK } from './destination.js';
 
 export const needs = 'jobs';
 
@@ -29,6 +30,11 @@ export function render(root, { parts, ctx }) {
   };
 
   const draw = (j) => {
+    // A job to a message broker (API.md §15): its attempts have no HTTP
+    // status; success is the broker's acknowledgement, which the attempt
+    // keeps as its responseBody ("stream ORDERS seq 7", "partition 2 offset 41").
+    const kind = kindOfTarget(j.targetUrl);
+    const broker = kind !== '' && kind !== WEBHOOK;
     fill(head,
       h('div', {}, h('div', { class: 'eyebrow' }, j.kind === 'TASK' ? 'Task job' : 'Dispatch job'),
         h('h1', { class: 'mono', id: 'job-id' }, j.id),
@@ -43,7 +49,7 @@ export function render(root, { parts, ctx }) {
     fill(facts, h('div', { class: 'card-head' }, h('h2', {}, 'Details')), h('dl', { class: 'kv' },
       kv('Subscription', j.subscription ? (ctx.can('read') && j.subscriptionId ? h('a', { href: '#/subscriptions/' + j.subscriptionId }, j.subscription) : j.subscription) : null),
       kv('Event type', j.code ? h('span', { class: 'mono' }, j.code) : null),
-      kv('Target', j.targetUrl ? h('span', { class: 'mono break' }, j.targetUrl) : (j.delivery === 'pull' ? 'pull worker' : null)),
+      kv(broker ? 'Destination' : 'Target', j.targetUrl ? h('span', { id: 'job-target', 'data-kind': kind }, kind ? [kindBadge(kind), ' '] : null, h('span', { class: 'mono break' }, j.targetUrl)) : (j.delivery === 'pull' ? 'pull worker' : null)),
       kv('Mode', j.mode),
       kv('Message group', j.messageGroup ? (ctx.can('read') && j.subscriptionId ? h('a', { class: 'mono', href: '#/lanes/' + j.subscriptionId }, j.messageGroup) : h('span', { class: 'mono' }, j.messageGroup)) : null),
       kv('Attempts', `${j.attemptCount} of ${j.maxAttempts}`),
@@ -70,15 +76,16 @@ export function render(root, { parts, ctx }) {
             h('div', { class: 'tl-body' }, h('div', { class: 'tl-head' }, h('strong', {}, (a.action || 'Changed').toLowerCase().replace(/^./, (c) => c.toUpperCase()) + ' by an operator'),
               h('span', { class: 'muted small' }, fmtTime(a.startedAt))), a.error ? h('div', { class: 'small muted' }, a.error) : null));
         }
-        const ok = a.statusCode >= 200 && a.statusCode < 300 && !a.error;
+        const ok = broker ? !a.error : a.statusCode >= 200 && a.statusCode < 300 && !a.error;
         return h('li', { class: 'tl-item ' + (ok ? 'ok' : 'fail'), 'data-attempt': a.attempt },
           h('div', { class: 'tl-dot' }),
           h('div', { class: 'tl-body' },
             h('div', { class: 'tl-head' }, h('strong', {}, `Attempt ${a.attempt}`), a.action ? h('span', { class: 'tag' }, a.action) : null,
-              codeBadge(a.statusCode), h('span', { class: 'muted small' }, fmtMs(a.durationMs)),
+              broker ? kindBadge(kind) : codeBadge(a.statusCode), h('span', { class: 'muted small' }, fmtMs(a.durationMs)),
               h('span', { class: 'muted small' }, fmtTime(a.startedAt)), a.worker ? h('span', { class: 'muted small mono' }, a.worker) : null),
             a.error ? h('div', { class: 'text-error small' }, a.error) : null,
-            a.responseBody ? h('details', {}, h('summary', { class: 'small' }, 'Response body'), h('pre', { class: 'body' }, a.responseBody)) : null));
+            broker && a.responseBody ? h('div', { class: 'broker-answer', 'data-broker-answer': a.attempt }, h('span', { class: 'muted' }, ok ? 'Broker acknowledged: ' : 'Broker answered: '), h('code', {}, a.responseBody)) : null,
+            !broker && a.responseBody ? h('details', {}, h('summary', { class: 'small' }, 'Response body'), h('pre', { class: 'body' }, a.responseBody)) : null));
       })) : h('p', { class: 'muted' }, j.status === 'QUEUED' || j.status === 'PENDING' ? 'Not attempted yet.' : 'No attempts.'));
 
     if (j.history) {

@@ -2,6 +2,7 @@
 // of the filtered ERROR or CANCELLED jobs.
 import { api, listAll, qs } from '../api.js';
 import { h, fill, badge, codeBadge, fmtTime, fmtMs, ago, shortId, throttle, errorBox, toast, modal } from '../dom.js';
+import { kindOfTarget, kindBadge, WEBHOOK } from './destination.js';
 
 export const needs = 'jobs';
 
@@ -108,6 +109,13 @@ function row(j) {
     h('td', { class: 'mono small' }, j.code),
     h('td', { class: 'mono small ellipsis', title: j.messageGroup || '' }, group || h('span', { class: 'muted' }, '—')),
     h('td', { class: 'num' }, `${j.attemptCount}/${j.maxAttempts}`),
-    h('td', { class: 'nowrap' }, last ? [codeBadge(last.statusCode), h('span', { class: 'small muted' }, ' ' + fmtMs(last.durationMs))] : h('span', { class: 'muted' }, '—'), last && last.error ? h('span', { class: 'small muted ellipsis err-snippet', title: last.error }, ' ' + last.error) : null),
+    h('td', { class: 'nowrap' }, last ? [brokerKind(j) ? kindBadge(brokerKind(j)) : codeBadge(last.statusCode), h('span', { class: 'small muted' }, ' ' + fmtMs(last.durationMs))] : h('span', { class: 'muted' }, '—'), last && last.error ? h('span', { class: 'small muted ellipsis err-snippet', title: last.error }, ' ' + last.error) : null),
     h('td', { class: 'small', title: fmtTime(j.createdAt) }, h('span', { 'data-ago': j.createdAt }, ago(j.createdAt))));
+}
+
+/** brokerKind is the broker type a job publishes to ('' for a webhook or
+ * a pull job): its last answer has no HTTP status (API.md §15). */
+function brokerKind(j) {
+  const k = kindOfTarget(j.targetUrl);
+  return k === WEBHOOK ? '' : k;
 }

@@ -1,40 +1,56 @@
 // Subscriptions: list, create and edit (problem+json errors placed next to
 // the field each pointer names), pause / resume, secret rotation, a
 // "send test event" button and the transformation's editor
-// (transformation.js).
-import { api, listAll } from '../api.js';
+// (transformation.js). The form delivers to a webhook or to a message
+// broker (destination.js, API.md §15); the list filters by that kind.
+import { api, listAll, qs } from '../api.js';
 import { h, fill, badge, fmtTime, fmtMs, fmtNum, ago, errorBox, toast, modal, placeErrors, clearErrors } from '../dom.js';
 import { authBody, tlsBody, MASK } from './endpoint.js';
 import { openReplay, replayCard } from './replay.js';
 import { transformationCard } from './transformation.js';
+import { destinationFields, kindOf, kindBadge, TYPES, WEBHOOK } from './destination.js';
 
 export const needs = 'read';
 
 const modes = ['IMMEDIATE', 'NEXT_ON_ERROR', 'BLOCK_ON_ERROR'];
 
-export function render(root, { parts, ctx }) {
+export function render(root, { parts, query, ctx }) {
   if (parts[1] === 'new') return renderForm(root, null, ctx);
   if (parts[1]) return renderDetail(root, parts[1], ctx);
-  return renderList(root, ctx);
+  return renderList(root, ctx, query);
 }
 
-function renderList(root, ctx) {
+/** targetCell shows where a subscription delivers: its kind's badge and
+ * its target, or its destination's masked targetUrl. */
+function targetCell(s) {
+  const kind = kindOf(s);
+  const where = s.destination ? s.targetUrl : s.target;
+  return [kind === 'pull' ? null : kindBadge(kind), ' ', h('span', { class: 'dest-url', title: where || '' }, where || (kind === 'pull' ? 'pull' : '—'))];
+}
+
+function renderList(root, ctx, query) {
+  const destinationType = (query && query.get('destinationType')) || '';
   const tbody = h('tbody', {}, h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'Loading…')));
+  const kindFilter = h('select', { id: 'destination-filter', name: 'destinationType', 'aria-label': 'Delivers to',
+    onchange: (e) => { location.hash = '#/subscriptions' + qs({ destinationType: e.target.value }); } },
+  h('option', { value: '' }, 'Every kind'),
+  [WEBHOOK, ...TYPES.map((t) => t.type)].map((k) => h('option', { value: k, selected: destinationType === k }, k === WEBHOOK ? 'webhook (HTTP)' : k)));
   fill(root,
     h('header', { class: 'page-head' }, h('div', {}, h('h1', {}, 'Subscriptions'), h('p', { class: 'muted' }, 'Where events go, in what order, and how often to retry.')),
       ctx.can('write') ? h('a', { class: 'btn primary', href: '#/subscriptions/new', id: 'new-subscription' }, 'New subscription') : null),
+    h('div', { class: 'filters card' }, h('div', { class: 'filter-row' }, h('label', { class: 'muted small', for: 'destination-filter' }, 'Delivers to'), kindFilter)),
     h('div', { class: 'card flush' }, h('table', { class: 'table', id: 'subscriptions-table' },
       h('thead', {}, h('tr', {}, h('th', {}, 'Code'), h('th', {}, 'Target'), h('th', {}, 'Event types'), h('th', {}, 'Mode'), h('th', {}, 'Status'), h('th', {}, 'Updated'))),
       tbody)));
-  listAll('/api/subscriptions', {}, 1000).then(({ items }) => {
-    fill(tbody, items.length ? items.map((s) => h('tr', { class: 'clickable', 'data-sub': s.code, onclick: () => { location.hash = '#/subscriptions/' + s.id; } },
+  listAll('/api/subscriptions', { destinationType }, 1000).then(({ items }) => {
+    fill(tbody, items.length ? items.map((s) => h('tr', { class: 'clickable', 'data-sub': s.code, 'data-kind': kindOf(s), onclick: () => { location.hash = '#/subscriptions/' + s.id; } },
       h('td', {}, h('a', { class: 'strong', href: '#/subscriptions/' + s.id }, s.code), s.name && s.name !== s.code ? h('div', { class: 'muted small' }, s.name) : null),
-      h('td', { class: 'mono small ellipsis', title: s.target || '' }, s.target || (s.delivery === 'pull' ? 'pull' : '—')),
+      h('td', { class: 'mono small ellipsis target-cell' }, targetCell(s)),
       h('td', { class: 'mono small' }, (s.eventTypes || []).map((e) => e.eventTypeCode + (e.specVersion ? '@' + e.specVersion : '')).join(', ')),
       h('td', {}, h('span', { class: 'tag mode-' + s.mode.toLowerCase() }, s.mode.replaceAll('_', ' '))),
       h('td', {}, badge(s.status), s.circuit && s.circuit.state !== 'CLOSED' ? [' ', circuitBadge(s.circuit)] : null),
       h('td', { class: 'small' }, fmtTime(s.updatedAt)))) :
-      h('tr', {}, h('td', { colspan: 6, class: 'empty-row' }, 'No subscriptions yet.')));
+      h('tr', {}, h('td', { colspan: 6, class: 'empty-row' }, destinationType ? 'No subscription delivers to ' + destinationType + '.' : 'No subscriptions yet.')));
   }).catch((err) => fill(tbody, h('tr', {}, h('td', { colspan: 6 }, errorBox(err)))));
   return null;
 }
@@ -83,6 +99,8 @@ function renderForm(root, sub, ctx, onSaved) {
   };
   const ep = endpointFields(s);
   const { a, t } = ep;
+  const dest = destinationFields(s.destination || null, field);
+  const targetField = field('Target URL', '/target', f.target, 'http or https; receives signed Standard Webhooks.');
   const num = (el) => (el.value === '' ? undefined : Number(el.value));
   const form = h('form', { class: 'form card', id: 'subscription-form', novalidate: true, onsubmit: async (e) => {
     e.preventDefault();
@@ -93,13 +111,26 @@ function renderForm(root, sub, ctx, onSaved) {
         const [code, ver] = x.split('@');
         return ver ? { eventTypeCode: code, specVersion: ver } : { eventTypeCode: code };
       }),
-      target: f.target.value.trim(), mode: f.mode.value, dispatchPoolId: pool.value || null,
+      mode: f.mode.value, dispatchPoolId: pool.value || null,
       retry: { maxAttempts: num(f.maxAttempts), initialBackoffSeconds: num(f.initialBackoffSeconds), maxBackoffSeconds: num(f.maxBackoffSeconds) },
       timeoutSeconds: num(f.timeoutSeconds), maxAgeSeconds: num(f.maxAgeSeconds), delaySeconds: num(f.delaySeconds), sequence: num(f.sequence),
       dataOnly: f.dataOnly.checked, headers: {},
-      auth: authBody(Object.fromEntries(Object.entries(a).map(([k, el]) => [k, el.value])), s.auth || null),
-      tls: tlsBody({ clientCertificate: t.clientCertificate.value, clientKey: t.clientKey.value, caCertificate: t.caCertificate.value }, s.tls || null),
     };
+    if (dest.kind() === WEBHOOK) {
+      // An HTTP target with its endpoint authentication; a subscription
+      // moving off a destination drops it (null).
+      body.target = f.target.value.trim();
+      body.auth = authBody(Object.fromEntries(Object.entries(a).map(([k, el]) => [k, el.value])), s.auth || null);
+      body.tls = tlsBody({ clientCertificate: t.clientCertificate.value, clientKey: t.clientKey.value, caCertificate: t.caCertificate.value }, s.tls || null);
+      if (sub && sub.destination) body.destination = null;
+    } else {
+      // A destination replaces the target, which has no auth or tls;
+      // its "***" secrets are sent back as shown (API.md §15).
+      body.destination = dest.body();
+      body.auth = null;
+      body.tls = null;
+      if (sub && sub.target) body.target = null;
+    }
     for (const line of f.headers.value.split('\n')) {
       const i = line.indexOf(':');
       if (i > 0) body.headers[line.slice(0, i).trim()] = line.slice(i + 1).trim();
@@ -113,8 +144,9 @@ function renderForm(root, sub, ctx, onSaved) {
     submit.disabled = true;
     try {
       const saved = sub ? await api('PATCH', '/api/subscriptions/' + sub.id, body) : await api('POST', '/api/subscriptions', body);
-      if (!sub && saved.secret) showSecret(saved.secret, 'Subscription created');
-      else toast('Subscription saved', 'ok');
+      // A destination's deliveries are not signed (the broker authenticates).
+      if (!sub && saved.secret && !saved.destination) showSecret(saved.secret, 'Subscription created');
+      else toast(sub ? 'Subscription saved' : 'Subscription created', 'ok');
       if (onSaved) onSaved(saved);
       else location.hash = '#/subscriptions/' + saved.id;
     } catch (err) {
@@ -129,7 +161,8 @@ function renderForm(root, sub, ctx, onSaved) {
     h('div', { class: 'form-alert' }),
     h('div', { class: 'grid2' }, field('Code', '/code', f.code, 'Unique; used in message groups and headers.'), field('Name', '/name', f.name)),
     field('Description', '/description', f.description),
-    field('Target URL', '/target', f.target, 'http or https; receives signed Standard Webhooks.'),
+    field('Delivers to', '/destination/type', dest.picker, 'A webhook, or a message broker (the type\'s fields below; * marks the required ones).'),
+    targetField, dest.fieldset,
     field('Event types', '/eventTypes', f.eventTypes, 'Comma-separated codes or globs (a final * is a prefix); code@version pins a schema version.'),
     h('div', { class: 'grid3' }, field('Ordering mode', '/mode', f.mode), field('Dispatch pool', '/dispatchPoolId', pool), field('Sequence', '/sequence', f.sequence)),
     h('fieldset', {}, h('legend', {}, 'Retry policy'), h('div', { class: 'grid3' },
@@ -140,6 +173,13 @@ function renderForm(root, sub, ctx, onSaved) {
     h('div', { class: 'field check', 'data-pointer': '/dataOnly' }, h('label', {}, f.dataOnly, ' Send data only (CloudEvents binary mode)')),
     ep.auth, ep.tls,
     ro ? null : h('div', { class: 'form-foot' }, submit));
+  dest.onChange((kind) => {
+    // The target and its endpoint authentication are the webhook's only.
+    targetField.hidden = kind !== WEBHOOK;
+    ep.auth.hidden = kind !== WEBHOOK;
+    ep.tls.hidden = kind !== WEBHOOK;
+  });
+  dest.show();
   if (ro) form.querySelectorAll('input,select,textarea').forEach((el) => { el.disabled = true; });
   if (!sub) {
     fill(root, h('a', { class: 'back', href: '#/subscriptions' }, '← Subscriptions'),
@@ -243,6 +283,7 @@ function renderDetail(root, id, ctx) {
           sub.circuit ? h('span', { id: 'sub-circuit' }, circuitBadge(sub.circuit)) : null,
           h('span', { class: 'tag mode-' + sub.mode.toLowerCase() }, sub.mode.replaceAll('_', ' ')),
           h('span', { class: 'muted small' }, 'id ', h('span', { class: 'mono' }, sub.id))),
+        h('div', { class: 'head-meta mono small', id: 'sub-destination', 'data-kind': kindOf(sub) }, targetCell(sub)),
         sub.statusReason ? h('div', { class: 'alert a-error status-reason', id: 'sub-status-reason' }, sub.statusReason) : null),
       h('div', { class: 'actions' },
         w && open && sub.status !== 'PAUSED' ? h('button', { class: 'btn', id: 'close-circuit', title: 'Close the circuit now: the waiting jobs go out at once',
@@ -262,7 +303,7 @@ function renderDetail(root, id, ctx) {
     fill(right,
       sub.delivery === 'pull' ? null : healthCard(sub, () => alive),
       replays.el,
-      h('section', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', {}, 'Signing')),
+      sub.destination ? null : h('section', { class: 'card' }, h('div', { class: 'card-head' }, h('h2', {}, 'Signing')),
         h('p', { class: 'small muted' }, 'Deliveries carry Standard Webhooks signatures (', h('code', {}, 'webhook-signature'), '). During a rotation the old secret signs alongside the new one for 24 h.'),
         w ? h('button', { class: 'btn sm', onclick: async () => {
           try {
