@@ -25,20 +25,20 @@ func testBrokerDown(t *testing.T, h *Harness) {
 	b := setup(t, h, destination.ClientsConfig{ConnectTimeout: 3 * time.Second})
 	o := h.NewOutage(t)
 	d := b.decode(t, o.Raw)
-	b.publish(t, d, message(t, h, event("ev-before", "up"), "job-before", "", false))
+	b.publish(t, d, message(event("ev-before", "up"), "job-before", "", false))
 	require.Equal(t, "job-before", jobID(t, h, o.Receive(t)))
 
 	o.Stop(t)
-	pe := b.publishFails(t, d, message(t, h, event("ev-down", "down"), "job-down", "", false), failBound)
+	pe := b.publishFails(t, d, message(event("ev-down", "down"), "job-down", "", false), failBound, false)
 	require.NotEmpty(t, pe.Text, "the attempt's error says what went wrong")
 
 	o.Start(t)
-	m := message(t, h, event("ev-after", "back"), "job-after", "", false)
+	m := message(event("ev-after", "back"), "job-after", "", false)
 	deadline := time.Now().Add(recoverDeadline)
 	var last error
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := contextWithTimeout(t, failBound)
-		_, last = b.clients.Publish(ctx, d, m)
+		_, last = b.tr.Deliver(ctx, d, m)
 		cancel()
 		if last == nil {
 			break
@@ -57,21 +57,23 @@ func testBrokerDown(t *testing.T, h *Harness) {
 }
 
 // testMissing: a topic, queue, exchange or stream that does not exist is
-// a failed, retryable attempt (§15).
+// a failed, retryable attempt (§15); a webhook target that answers 404 a
+// permanent one (§6, Features.RefusalPermanent).
 func testMissing(t *testing.T, h *Harness) {
 	b := setup(t, h, destination.ClientsConfig{})
 	d := b.decode(t, h.NewMissing(t))
-	pe := b.publishFails(t, d, message(t, h, event("ev-missing", "x"), "job-missing", "", false), 3*failBound)
+	pe := b.publishFails(t, d, message(event("ev-missing", "x"), "job-missing", "", false), 3*failBound, h.Features.RefusalPermanent)
 	require.NotEmpty(t, pe.Text)
 }
 
 // testCredentialsRefused: credentials the broker refuses are a failed,
-// retryable attempt whose error and logs never show the secret.
+// retryable attempt (permanent for a webhook's 401 or 403, §6), whose
+// error and logs never show the secret.
 func testCredentialsRefused(t *testing.T, h *Harness) {
 	b := setup(t, h, destination.ClientsConfig{ConnectTimeout: 3 * time.Second})
 	raw, secret := h.NewRefused(t)
 	d := b.decode(t, raw)
-	pe := b.publishFails(t, d, message(t, h, event("ev-refused", "x"), "job-refused", "", false), 3*failBound)
+	pe := b.publishFails(t, d, message(event("ev-refused", "x"), "job-refused", "", false), 3*failBound, h.Features.RefusalPermanent)
 	requireNoSecret(t, secret, pe.Error(), pe.Text, b.logText())
 }
 
@@ -83,7 +85,7 @@ func testTimeout(t *testing.T, h *Harness) {
 	const secret = "s3cr3t-timeout-Pa55"
 	d := b.decode(t, h.AtAddress(t, BlackHole(t), secret))
 	start := time.Now()
-	pe := b.publishFails(t, d, message(t, h, event("ev-timeout", "x"), "job-timeout", "", false), time.Minute)
+	pe := b.publishFails(t, d, message(event("ev-timeout", "x"), "job-timeout", "", false), time.Minute, false)
 	require.Less(t, time.Since(start), bound+3*time.Second, "the publish timeout bounds the attempt")
 	require.True(t, pe.Timeout, "the attempt ran out of time: %v", pe)
 	requireNoSecret(t, secret, pe.Error(), b.logText())
@@ -96,7 +98,22 @@ func testSecretsMasked(t *testing.T, h *Harness) {
 	const secret = "s3cr3t-Pa55-w0rd"
 	b := setup(t, h, destination.ClientsConfig{ConnectTimeout: 2 * time.Second, PublishTimeout: 2 * time.Second})
 	closed := closedAddr(t)
-	d := b.decode(t, h.AtAddress(t, closed, secret))
+	raw := h.AtAddress(t, closed, secret)
+	if !h.Features.MaskedElsewhere {
+		testMasking(t, b, raw, closed, secret)
+	}
+	pe := b.publishFails(t, b.decode(t, raw), message(event("ev-closed", "x"), "job-closed", "", false), failBound, false)
+	requireNoSecret(t, secret, pe.Error(), b.logText())
+}
+
+// testMasking: a destination type's answers show every secret as "***",
+// a PATCH that sends "***" back keeps it, one that also moves the broker
+// is refused at the secret's pointer.
+func testMasking(t *testing.T, b *bundle, raw json.RawMessage, closed, secret string) {
+	t.Helper()
+	dest := b.decode(t, raw)
+	d, ok := dest.(*destination.Destination)
+	require.True(t, ok, "a destination type decodes a *destination.Destination, not %T", dest)
 	masked := string(d.Masked())
 	stored, err := d.MarshalJSON()
 	require.NoError(t, err)
@@ -105,25 +122,24 @@ func testSecretsMasked(t *testing.T, h *Harness) {
 	require.Contains(t, masked, destination.Mask)
 	require.NotContains(t, d.TargetURL(), secret)
 
-	kept, err := b.reg.Decode(&destination.DecodeParams{Raw: json.RawMessage(masked), Stored: d})
+	kept, err := b.tr.Decode(&destination.DecodeParams{Raw: json.RawMessage(masked), Stored: d})
 	require.NoError(t, err, "a PATCH that sends the masked form back keeps the secrets")
-	keptJSON, err := kept.MarshalJSON()
+	keptDest, ok := kept.(*destination.Destination)
+	require.True(t, ok)
+	keptJSON, err := keptDest.MarshalJSON()
 	require.NoError(t, err)
 	require.JSONEq(t, string(stored), string(keptJSON))
 
 	moved := strings.ReplaceAll(masked, closed, BlackHole(t))
-	_, err = b.reg.Decode(&destination.DecodeParams{Raw: json.RawMessage(moved), Stored: d})
+	_, err = b.tr.Decode(&destination.DecodeParams{Raw: json.RawMessage(moved), Stored: d})
 	var ve *destination.ValidationError
 	require.ErrorAs(t, err, &ve, "a secret is never sent to a new address without being given again")
 	for _, p := range ve.Problems {
 		require.True(t, strings.HasPrefix(p.Pointer, "/destination/"), p.Pointer)
 	}
 
-	_, err = b.reg.Decode(&destination.DecodeParams{Raw: json.RawMessage(masked)})
+	_, err = b.tr.Decode(&destination.DecodeParams{Raw: json.RawMessage(masked)})
 	require.ErrorAs(t, err, &ve, `"***" on create keeps nothing`)
-
-	pe := b.publishFails(t, d, message(t, h, event("ev-closed", "x"), "job-closed", "", false), failBound)
-	requireNoSecret(t, secret, pe.Error(), b.logText())
 }
 
 // jobID reads the job id of a received message.

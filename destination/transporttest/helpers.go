@@ -27,33 +27,45 @@ const (
 	eventSource      = "/orders"
 )
 
+// storedEvent is a CloudEvent with its keys in the order the gateway
+// stores them (the specification attributes, the extensions by name, then
+// data), so that a transport that renders the stored event again (the
+// webhook) sends the same bytes as one that passes them on.
+type storedEvent struct {
+	SpecVersion     string      `json:"specversion"`
+	ID              string      `json:"id"`
+	Source          string      `json:"source"`
+	Type            string      `json:"type"`
+	Subject         string      `json:"subject"`
+	Time            string      `json:"time"`
+	DataContentType string      `json:"datacontenttype"`
+	ComExampleLevel json.Number `json:"comexamplelevel"`
+	TraceParent     string      `json:"traceparent"`
+	Data            eventData   `json:"data"`
+}
+
+type eventData struct {
+	OrderID string `json:"orderId"`
+	Payload string `json:"payload"`
+}
+
 // event returns a stored CloudEvent with id and a data object holding
 // payload.
 func event(id, payload string) []byte {
-	ev := map[string]any{
-		"specversion":     "1.0",
-		"id":              id,
-		"source":          eventSource,
-		"type":            eventType,
-		"subject":         "order:12345",
-		"time":            eventTime,
-		"datacontenttype": "application/json",
-		"traceparent":     eventTraceParent,
-		"comexamplelevel": json.Number("3"),
-		"data":            map[string]any{"orderId": id, "payload": payload},
-	}
-	out, err := json.Marshal(ev)
+	out, err := json.Marshal(storedEvent{
+		SpecVersion: "1.0", ID: id, Source: eventSource, Type: eventType, Subject: "order:12345",
+		Time: eventTime, DataContentType: "application/json", ComExampleLevel: json.Number("3"),
+		TraceParent: eventTraceParent, Data: eventData{OrderID: id, Payload: payload},
+	})
 	if err != nil {
 		panic(err)
 	}
 	return out
 }
 
-// message builds the message of job jobID, attempt 1 unless attempt says
-// otherwise, for group.
-func message(t *testing.T, h *Harness, ev []byte, jobID, group string, dataOnly bool) *destination.Message {
-	t.Helper()
-	m, err := destination.NewMessage(h.Type.Binding(), &destination.Envelope{
+// message builds the envelope of job jobID, attempt 1, for group.
+func message(ev []byte, jobID, group string, dataOnly bool) *destination.Envelope {
+	return &destination.Envelope{
 		Event:       ev,
 		DataOnly:    dataOnly,
 		Headers:     map[string]string{"x-team": "orders"},
@@ -61,37 +73,40 @@ func message(t *testing.T, h *Harness, ev []byte, jobID, group string, dataOnly 
 		Attempt:     1,
 		Group:       group,
 		TraceParent: TraceParent,
-	})
-	require.NoError(t, err)
-	return m
+	}
 }
 
-// publish publishes m to d and requires success and an answer.
-func (b *bundle) publish(t *testing.T, d *destination.Destination, m *destination.Message) string {
+// publish delivers env to d and requires success and an answer.
+func (b *bundle) publish(t *testing.T, d any, env *destination.Envelope) string {
 	t.Helper()
-	answer, err := b.clients.Publish(t.Context(), d, m)
+	answer, err := b.tr.Deliver(t.Context(), d, env)
 	require.NoError(t, err)
 	require.NotEmpty(t, answer, "the broker's answer")
 	return answer
 }
 
-// publishFails publishes m to d with a bound and requires a retryable
-// *PublishError, which it returns.
-func (b *bundle) publishFails(t *testing.T, d *destination.Destination, m *destination.Message, bound time.Duration) *destination.PublishError {
+// publishFails delivers env to d with a bound and requires a
+// *PublishError, retryable unless permanent says otherwise, which it
+// returns.
+func (b *bundle) publishFails(t *testing.T, d any, env *destination.Envelope, bound time.Duration, permanent bool) *destination.PublishError {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), bound)
 	defer cancel()
-	_, err := b.clients.Publish(ctx, d, m)
+	_, err := b.tr.Deliver(ctx, d, env)
 	require.Error(t, err)
 	pe, ok := errorsAs(err)
 	require.True(t, ok, "a *destination.PublishError, got %T: %v", err, err)
+	if permanent {
+		require.True(t, pe.Permanent, "a refusal no retry can fix (§6: a 4xx): %v", err)
+		return pe
+	}
 	require.False(t, pe.Permanent, "§15: a failed publish is retryable: %v", err)
 	require.False(t, destination.IsPermanent(err))
 	return pe
 }
 
 func errorsAs(err error) (*destination.PublishError, bool) {
-	pe, ok := err.(*destination.PublishError) //nolint:errorlint // Clients.Publish returns it unwrapped, and the suite checks that
+	pe, ok := err.(*destination.PublishError) //nolint:errorlint // Transport.Deliver returns it unwrapped, and the suite checks that
 	return pe, ok
 }
 

@@ -21,12 +21,10 @@ func testStructured(t *testing.T, h *Harness) {
 	target := h.NewTarget(t, TargetOptions{})
 	d := b.decode(t, target.Raw)
 	ev := event("ev-structured", "hello")
-	m, err := destination.NewMessage(h.Type.Binding(), &destination.Envelope{
+	b.publish(t, d, &destination.Envelope{
 		Event: ev, Headers: map[string]string{"x-team": "orders"},
 		JobID: "job-structured", Attempt: 3, Group: "sub:order:1", TraceParent: TraceParent,
 	})
-	require.NoError(t, err)
-	b.publish(t, d, m)
 
 	r := target.Receive(t)
 	require.JSONEq(t, string(ev), string(r.Body))
@@ -56,16 +54,16 @@ func testDataOnly(t *testing.T, h *Harness) {
 	b := setup(t, h, destination.ClientsConfig{})
 	target := h.NewTarget(t, TargetOptions{})
 	if !h.Features.Binary {
-		_, err := b.reg.Decode(&destination.DecodeParams{Raw: target.Raw, DataOnly: true})
+		_, err := b.tr.Decode(&destination.DecodeParams{Raw: target.Raw, DataOnly: true})
 		var ve *destination.ValidationError
 		require.ErrorAs(t, err, &ve)
 		require.Equal(t, "/dataOnly", ve.Problems[0].Pointer)
 		return
 	}
-	d, err := b.reg.Decode(&destination.DecodeParams{Raw: target.Raw, DataOnly: true})
+	d, err := b.tr.Decode(&destination.DecodeParams{Raw: target.Raw, DataOnly: true})
 	require.NoError(t, err)
 	ev := event("ev-binary", "bin")
-	b.publish(t, d, message(t, h, ev, "job-binary", "", true))
+	b.publish(t, d, message(ev, "job-binary", "", true))
 
 	r := target.Receive(t)
 	require.JSONEq(t, `{"orderId": "ev-binary", "payload": "bin"}`, string(r.Body))
@@ -106,7 +104,7 @@ func testMessageGroup(t *testing.T, h *Harness) {
 	for i := range perGroup {
 		for _, g := range groups {
 			job := fmt.Sprintf("job-%s-%d", g, i)
-			b.publish(t, d, message(t, h, event(job, g), job, g, false))
+			b.publish(t, d, message(event(job, g), job, g, false))
 		}
 	}
 	next := map[string]int{}
@@ -142,7 +140,7 @@ func testLargeEvent(t *testing.T, h *Harness) {
 		limit = 1 << 20
 	}
 	ev := event("ev-large", strings.Repeat("x", limit-8<<10))
-	b.publish(t, d, message(t, h, ev, "job-large", "sub:large", false))
+	b.publish(t, d, message(ev, "job-large", "sub:large", false))
 	r := target.Receive(t)
 	require.Len(t, r.Body, len(ev))
 	require.Equal(t, string(ev), string(r.Body))
@@ -160,17 +158,14 @@ func testConcurrent(t *testing.T, h *Harness) {
 		wg.Go(func() {
 			// Each worker decodes its own copy: equal configurations
 			// share one client.
-			d, err := b.reg.Decode(&destination.DecodeParams{Raw: target.Raw})
+			d, err := b.tr.Decode(&destination.DecodeParams{Raw: target.Raw})
 			if err != nil {
 				errs <- err
 				return
 			}
 			for i := range each {
 				job := fmt.Sprintf("job-c-%d-%d", w, i)
-				m, err := destination.NewMessage(h.Type.Binding(), &destination.Envelope{Event: event(job, "c"), JobID: job, Attempt: 1})
-				if err == nil {
-					_, err = b.clients.Publish(t.Context(), d, m)
-				}
+				_, err := b.tr.Deliver(t.Context(), d, &destination.Envelope{Event: event(job, "c"), JobID: job, Attempt: 1})
 				errs <- err
 			}
 		})
@@ -180,7 +175,7 @@ func testConcurrent(t *testing.T, h *Harness) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.Equal(t, 1, b.clients.Len(), "one client per configuration")
+	require.Equal(t, 1, b.tr.Clients(), "one client per configuration")
 	seen := map[string]bool{}
 	for range workers * each {
 		r := target.Receive(t)

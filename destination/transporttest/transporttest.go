@@ -1,10 +1,14 @@
-// Package transporttest is the conformance suite every destination type
-// passes, on a real broker: the promises of API.md §15 read back from
-// what the broker received. A type's test calls [Run] with a [Harness].
+// Package transporttest is the conformance suite every transport passes,
+// on a real broker or receiver: the promises of API.md §15 (and §6 for
+// the HTTP webhook) read back from what arrived. A destination type's test
+// calls [Run] with a [Harness] of the type; another transport (the
+// webhook) gives the harness a [Transport] adapter as well.
 package transporttest
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -19,8 +23,14 @@ import (
 // Every function must be safe to call from parallel subtests and must
 // register its cleanup with t.
 type Harness struct {
-	// Type is the type under test.
+	// Type is the destination type under test; nil when NewTransport is
+	// set.
 	Type destination.Type
+	// NewTransport, when set, returns the transport under test, built
+	// with cfg's logger and timeouts (the suite reads the logger's lines
+	// for secrets); nil drives Type through a destination.Registry and
+	// destination.Clients, as the broker transport does.
+	NewTransport func(t *testing.T, cfg destination.ClientsConfig) Transport
 	// Features says where the broker differs from another.
 	Features Features
 	// NewTarget creates a destination of its own (a fresh topic, queue,
@@ -109,7 +119,65 @@ type Features struct {
 	// NoCredentials says the broker checks no credentials (the SQS and
 	// Pub/Sub emulators): the refused-credentials test is not run.
 	NoCredentials bool
+	// RefusalPermanent says a target that refuses the credentials or does
+	// not exist is a permanent failure (the webhook: a 401, 403 or 404 is a
+	// 4xx, which ends the job at once, §6); unset, it is a retryable
+	// failed attempt (the brokers, §15).
+	RefusalPermanent bool
+	// MaskedElsewhere says the transport's destination is not a
+	// destination type's value, so its secrets are masked by another
+	// layer (the webhook's auth: the subscription, §14): SecretsMasked
+	// then checks only that a failed delivery's error and logs never
+	// show the secret.
+	MaskedElsewhere bool
 }
+
+// Transport is the transport under test as the suite drives it.
+type Transport interface {
+	// Decode reads a destination's JSON (p.Raw, p.DataOnly, p.Stored) as
+	// a create or PATCH request would, into the transport's own value (a
+	// *destination.Destination for a destination type); a refused one is
+	// a *destination.ValidationError.
+	Decode(p *destination.DecodeParams) (any, error)
+	// Deliver delivers one attempt of env to d and returns the answer
+	// (never empty on success); a failure is a *destination.PublishError
+	// (Permanent when no retry can fix it, Timeout when it ran out of
+	// time).
+	Deliver(ctx context.Context, d any, env *destination.Envelope) (string, error)
+	// Clients is how many clients (connections to a broker, connection
+	// pools) the transport holds: one per destination configuration.
+	Clients() int
+}
+
+// registryTransport drives a destination type as the broker transport
+// does: a registry decodes, Clients publishes.
+type registryTransport struct {
+	typ     destination.Type
+	reg     *destination.Registry
+	clients *destination.Clients
+}
+
+func (r *registryTransport) Decode(p *destination.DecodeParams) (any, error) {
+	d, err := r.reg.Decode(p)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (r *registryTransport) Deliver(ctx context.Context, d any, env *destination.Envelope) (string, error) {
+	m, err := destination.NewMessage(r.typ.Binding(), env)
+	if err != nil {
+		return "", fmt.Errorf("build message: %w", err)
+	}
+	dest, ok := d.(*destination.Destination)
+	if !ok {
+		return "", fmt.Errorf("not a destination: %T", d)
+	}
+	return r.clients.Publish(ctx, dest, m)
+}
+
+func (r *registryTransport) Clients() int { return r.clients.Len() }
 
 // Run runs the suite. Every subtest runs in parallel on destinations of
 // its own.
@@ -149,28 +217,32 @@ const ReceiveDeadline = 30 * time.Second
 
 // bundle is what a test publishes with.
 type bundle struct {
-	reg     *destination.Registry
-	clients *destination.Clients
-	logs    *strings.Builder
+	tr   Transport
+	logs *strings.Builder
 }
 
 // setup returns a registry of the type and clients whose log lines are
 // kept (to check them for secrets).
 func setup(t *testing.T, h *Harness, cfg destination.ClientsConfig) *bundle {
 	t.Helper()
-	b := &bundle{reg: destination.NewRegistry(h.Type), logs: &strings.Builder{}}
+	b := &bundle{logs: &strings.Builder{}}
 	cfg.Logger = slog.New(slog.NewTextHandler(&lockedWriter{w: b.logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.ConnectTimeout = cmpDuration(cfg.ConnectTimeout, 10*time.Second)
 	cfg.PublishTimeout = cmpDuration(cfg.PublishTimeout, 20*time.Second)
-	b.clients = destination.NewClients(cfg)
-	t.Cleanup(b.clients.Close)
+	if h.NewTransport != nil {
+		b.tr = h.NewTransport(t, cfg)
+		return b
+	}
+	clients := destination.NewClients(cfg)
+	t.Cleanup(clients.Close)
+	b.tr = &registryTransport{typ: h.Type, reg: destination.NewRegistry(h.Type), clients: clients}
 	return b
 }
 
 // decode decodes raw as a create request would.
-func (b *bundle) decode(t *testing.T, raw json.RawMessage) *destination.Destination {
+func (b *bundle) decode(t *testing.T, raw json.RawMessage) any {
 	t.Helper()
-	d, err := b.reg.Decode(&destination.DecodeParams{Raw: raw})
+	d, err := b.tr.Decode(&destination.DecodeParams{Raw: raw})
 	require.NoError(t, err)
 	return d
 }
