@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"testing"
 	"time"
 
@@ -49,25 +48,7 @@ func TestFaultGatewayKilledKafkaDestination(t *testing.T) {
 // with a destination).
 func setupDestinationFault(t *testing.T, p *process, seed, topic string) (typ, probeID string) {
 	t.Helper()
-	ctx := t.Context()
-	typ = "fault.tested"
-	status, body := p.post(ctx, "/api/event-types", "application/json", `{"code":"`+typ+`","name":"fault"}`)
-	require.Equal(t, http.StatusCreated, status, "%s", body)
-	status, body = p.post(ctx, "/api/subscriptions", "application/json", `{"code":"fault","timeoutSeconds":5,
-		"retry":{"maxAttempts":30,"initialBackoffSeconds":1,"maxBackoffSeconds":3},
-		"eventTypes":[{"eventTypeCode":"`+typ+`"}],"destination":{"type":"kafka","brokers":["`+seed+`"],"topic":"`+topic+`"}}`)
-	require.Equal(t, http.StatusCreated, status, "%s", body)
-	probeID = "probe-" + faultSuffix()
-	require.Eventually(t, func() bool {
-		st, b := p.post(ctx, "/api/events", "application/cloudevents+json",
-			`{"specversion":"1.0","id":"`+probeID+`","source":"/fault","type":"`+typ+`","data":{}}`)
-		var resp struct {
-			DispatchJobs []json.RawMessage `json:"dispatchJobs"`
-		}
-		_ = json.Unmarshal(b, &resp)
-		return (st == http.StatusCreated || st == http.StatusOK) && len(resp.DispatchJobs) == 1
-	}, 60*time.Second, 100*time.Millisecond, "the subscription never matched")
-	return typ, probeID
+	return setupFaultTo(t, p, `"destination":{"type":"kafka","brokers":["`+seed+`"],"topic":"`+topic+`"}`)
 }
 
 // consumeInto counts, in recv, the CloudEvents id of every record of

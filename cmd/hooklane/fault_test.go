@@ -108,13 +108,20 @@ func newCountingReceiver(t *testing.T) *countingReceiver {
 // and the CloudEvents id of that probe event (to be delivered too).
 func setupFault(t *testing.T, p *process, recv *countingReceiver) (typ, probeID string) {
 	t.Helper()
+	return setupFaultTo(t, p, `"target":"`+recv.srv.URL+`"`)
+}
+
+// setupFaultTo is setupFault for any delivery: to is the subscription's
+// "target" or "destination" member, as JSON.
+func setupFaultTo(t *testing.T, p *process, to string) (typ, probeID string) {
+	t.Helper()
 	ctx := t.Context()
 	typ = "fault.tested"
 	status, body := p.post(ctx, "/api/event-types", "application/json", `{"code":"`+typ+`","name":"fault"}`)
 	require.Equal(t, http.StatusCreated, status, "%s", body)
 	status, body = p.post(ctx, "/api/subscriptions", "application/json", `{"code":"fault","timeoutSeconds":5,
 		"retry":{"maxAttempts":30,"initialBackoffSeconds":1,"maxBackoffSeconds":3},
-		"eventTypes":[{"eventTypeCode":"`+typ+`"}],"target":"`+recv.srv.URL+`"}`)
+		"eventTypes":[{"eventTypeCode":"`+typ+`"}],`+to+`}`)
 	require.Equal(t, http.StatusCreated, status, "%s", body)
 	probeID = "probe-" + faultSuffix()
 	require.Eventually(t, func() bool {
