@@ -91,7 +91,11 @@ func TestCircuitOpensHoldsProbesOnceClosesAndDrains(t *testing.T) {
 			}
 			require.True(t, slices.ContainsFunc(heads, func(j *dispatch.Job) bool { return j.ID == probe }), "the probe is a group's head")
 			others := slices.DeleteFunc(slices.Clone(heads), func(j *dispatch.Job) bool { return j.ID == probe })
-			r.waitJobs("parked while the probe runs", others, parkedByCircuit)
+			// The others were already parked by the circuit, due at this
+			// very probe time: wait until each is parked again, past now.
+			r.waitJobs("parked while the probe runs", others, func(j *dispatch.Job) bool {
+				return parkedByCircuit(j) && j.NextAttemptAt != nil && j.NextAttemptAt.After(r.clock.Now())
+			})
 			c = r.circuit()
 			require.Equal(t, dispatch.CircuitHalfOpen, c.State)
 			require.Equal(t, probe, c.ProbeJobID)
