@@ -180,7 +180,7 @@ func (f *Fields) URL(name, s string, schemes ...string) *url.URL {
 		return nil
 	}
 	if !slices.Contains(schemes, strings.ToLower(u.Scheme)) {
-		f.Problemf(name, "must be a %s URL", strings.Join(schemes, " or "))
+		f.Problemf(name, "must be a URL with the scheme %s", strings.Join(schemes, " or "))
 		return nil
 	}
 	if p := u.Port(); p != "" && !validPort(p) {
