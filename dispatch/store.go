@@ -38,7 +38,9 @@ type Store interface {
 	JobList(ctx context.Context, p *JobListParams) (*JobPage, error)
 	// JobUpdate writes p.Job over the stored job when the stored version
 	// equals p.Job.Version, then sets p.Job.Version to the new version
-	// (old + 1); the status events are stored with the change. It returns
+	// (old + 1); the status events are stored with the change, and
+	// p.Outbox, when set, in the operational outbox in the same write
+	// (OutboxStore: neither is stored when the version check fails). It returns
 	// store.ErrConflict when the versions differ and store.ErrNotFound when
 	// the job is gone.
 	JobUpdate(ctx context.Context, p *JobUpdateParams) error
@@ -69,6 +71,12 @@ type JobUpdateParams struct {
 	// Job is the new state; Job.Version is the version it was read at.
 	Job    *Job
 	Events []stream.Event
+	// Outbox are status events stored with the change as the operational
+	// outbox, atomically with it (see CircuitUpdateParams.Outbox): the
+	// dispatch.discarded event of a job moved to ERROR, when
+	// CircuitPolicy.DurableEvents is set. The relay reads the job for what
+	// the event does not carry (its subscription id).
+	Outbox []stream.Event
 }
 
 // JobListParams filters and pages JobList. Empty fields do not filter.

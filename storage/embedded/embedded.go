@@ -35,6 +35,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hooklane/hooklane/dispatch"
@@ -288,6 +290,36 @@ func (s *Store) JobList(ctx context.Context, p *dispatch.JobListParams) (*dispat
 // JobUpdate writes a job, version-checked, with its status events (Pebble).
 func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) error {
 	return s.data.JobUpdate(ctx, p)
+}
+
+// OutboxList returns up to limit operational outbox events of both planes,
+// oldest id first: the circuit and subscription events SQLite stored with
+// their control-plane write, and the discarded jobs' events Pebble stored
+// with the job's update.
+func (s *Store) OutboxList(ctx context.Context, limit int) ([]stream.Event, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	events, err := s.Store.OutboxList(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	data, err := s.data.OutboxList(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	events = append(events, data...)
+	slices.SortFunc(events, func(a, b stream.Event) int { return strings.Compare(a.ID, b.ID) })
+	if len(events) > limit {
+		events = events[:limit]
+	}
+	return events, nil
+}
+
+// OutboxDelete removes the operational outbox events with the given ids
+// from both planes.
+func (s *Store) OutboxDelete(ctx context.Context, ids []string) error {
+	return errors.Join(s.Store.OutboxDelete(ctx, ids), s.data.OutboxDelete(ctx, ids))
 }
 
 // JobListDue returns the due jobs of one status (Pebble).

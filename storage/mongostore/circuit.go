@@ -274,7 +274,8 @@ func hasOutbox() bson.D {
 }
 
 // OutboxList returns up to limit operational outbox events, oldest first:
-// those held by circuits and by subscriptions (auto-disables).
+// those held by circuits, by subscriptions (auto-disables) and by jobs
+// (discards).
 func (s *Store) OutboxList(ctx context.Context, limit int) ([]stream.Event, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -282,7 +283,15 @@ func (s *Store) OutboxList(ctx context.Context, limit int) ([]stream.Event, erro
 	if limit <= 0 {
 		limit = 100
 	}
-	var events []stream.Event
+	// The discarded jobs' events, in the job documents.
+	held, err := s.jobOutboxList(ctx, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list outbox of %s: %w", s.jobs.Name(), err)
+	}
+	events := make([]stream.Event, 0, len(held))
+	for i := range held {
+		events = append(events, held[i].asDomain())
+	}
 	for _, c := range []*mongo.Collection{s.circuits, s.subscriptions} {
 		docs, err := findAll[outboxHolder](ctx, c, hasOutbox(), options.Find().SetProjection(bson.D{{Key: outboxField, Value: 1}}))
 		if err != nil {
@@ -318,6 +327,9 @@ func (s *Store) OutboxDelete(ctx context.Context, ids []string) error {
 		if err := s.outboxDeleteFrom(ctx, c, drop); err != nil {
 			return fmt.Errorf("delete outbox events of %s: %w", c.Name(), err)
 		}
+	}
+	if err := s.jobOutboxDelete(ctx, ids, drop); err != nil {
+		return fmt.Errorf("delete outbox events of %s: %w", s.jobs.Name(), err)
 	}
 	return nil
 }

@@ -49,6 +49,7 @@ func indexes() map[string][]mongo.IndexModel {
 			named("eventId", asc("eventId")),
 			named("createdAt", asc("createdAt")),
 			named("subscriptionId_status", asc("subscriptionId", "status")), // replay's backlog count
+			named("operationalOutboxAt", asc("operationalOutboxAt")),        // the relay's outbox list (missing on almost every job)
 		},
 		collReplays: {
 			named("subscriptionId_id", asc("subscriptionId", "_id")),

@@ -132,8 +132,9 @@ func (s *Store) JobList(ctx context.Context, p *dispatch.JobListParams) (*dispat
 
 // JobUpdate replaces the stored job when its version is p.Job.Version (a
 // ReplaceOne filtered on id and version, behind a write guard: see
-// replaceVersioned), then sets p.Job.Version to
-// the new version and stores the status events. It returns
+// replaceJob), with its operational outbox events (p.Outbox) inside the
+// replaced document, then sets p.Job.Version to the new version and stores
+// the status events. It returns
 // store.ErrConflict when the version moved on, store.ErrNotFound when the
 // job is gone; either way nothing is written and p.Job is unchanged.
 func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) error {
@@ -146,7 +147,10 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 		return fmt.Errorf("update job %s: %w", j.ID, err)
 	}
 	doc.Version = j.Version + 1
-	if err := s.replaceVersioned(ctx, s.jobs, j.ID, "version", j.Version, doc); err != nil {
+	for i := range p.Outbox {
+		doc.Outbox = append(doc.Outbox, toStatusEventDoc(&p.Outbox[i]))
+	}
+	if err := s.replaceJob(ctx, j.ID, j.Version, doc); err != nil {
 		return fmt.Errorf("update job %s at version %d: %w", j.ID, j.Version, err)
 	}
 	j.Version = doc.Version

@@ -50,6 +50,14 @@ type jobDoc struct {
 	RetriedAt   *time.Time `bson:"retriedAt,omitempty"`
 	TraceParent string     `bson:"traceParent,omitempty"`
 	Version     int64      `bson:"version"`
+
+	// Outbox are the operational outbox events of the job's writes not yet
+	// relayed (dispatch.JobUpdateParams.Outbox: its dispatch.discarded
+	// event), kept in the job's document so that the one replace of the
+	// update stores them; OutboxAt, set while it holds any, is the indexed
+	// field OutboxList finds them by.
+	Outbox   []statusEventDoc `bson:"operationalOutbox,omitempty"`
+	OutboxAt *time.Time       `bson:"operationalOutboxAt,omitempty"`
 }
 
 // retryDoc is a dispatch.Retry as stored.

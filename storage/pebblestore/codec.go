@@ -31,6 +31,7 @@ const (
 	pfxStatusByID   = 'b' // b<subject>0<statusEventID>: the status events of a job or event
 	pfxStatusTime   = 't' // t<time><statusEventID>: status events by time (retention)
 	pfxMeta         = 'M' // M<name>: markers (the in-place upgrade's)
+	pfxOutbox       = 'o' // o<statusEventID>: the operational outbox (a status event, as s holds it)
 )
 
 // key builds a key from a prefix and its parts: string parts are joined

@@ -490,7 +490,8 @@ func listJobsOfEvent(db *pebble.DB, p *dispatch.JobListParams, limit int, recs *
 }
 
 // JobUpdate writes p.Job when the stored version is p.Job.Version, with its
-// status events, and then sets p.Job.Version to the new version.
+// status events and its operational outbox events (p.Outbox) in the same
+// batch, and then sets p.Job.Version to the new version.
 func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -501,6 +502,10 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 		return fmt.Errorf("update job %s: %w", j.ID, err)
 	}
 	events, err := newStatusRecords(p.Events)
+	if err != nil {
+		return fmt.Errorf("update job %s: %w", j.ID, err)
+	}
+	outbox, err := newStatusRecords(p.Outbox)
 	if err != nil {
 		return fmt.Errorf("update job %s: %w", j.ID, err)
 	}
@@ -524,6 +529,13 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 		}
 		for _, e := range fresh {
 			if err := putStatus(tx, e); err != nil {
+				return err
+			}
+		}
+		// The outbox rows go into the job write's batch: the update and
+		// its operational events commit together or not at all.
+		for _, e := range outbox {
+			if err := tx.set(key(pfxOutbox, e.id), e.value()); err != nil {
 				return err
 			}
 		}

@@ -296,7 +296,8 @@ func (s *Store) JobList(ctx context.Context, p *dispatch.JobListParams) (*dispat
 }
 
 // JobUpdate writes p.Job when the stored version is p.Job.Version, with its
-// status events, and then sets p.Job.Version to the new version.
+// status events and its operational outbox rows in the same transaction,
+// and then sets p.Job.Version to the new version.
 func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -307,6 +308,10 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 		return fmt.Errorf("update job %s: %w", j.ID, err)
 	}
 	events, err := newStatusEventRows(p.Events)
+	if err != nil {
+		return fmt.Errorf("update job %s: %w", j.ID, err)
+	}
+	outbox, err := newStatusEventRows(p.Outbox)
 	if err != nil {
 		return fmt.Errorf("update job %s: %w", j.ID, err)
 	}
@@ -348,7 +353,7 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 				return err
 			}
 		}
-		return nil
+		return insertOutbox(ctx, tx, outbox)
 	})
 	if err != nil {
 		return fmt.Errorf("update job %s: %w", j.ID, s.translate(err))

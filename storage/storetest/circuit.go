@@ -237,4 +237,82 @@ func testCircuit(t *testing.T, newStore NewStoreFunc) {
 		require.Empty(t, list(10))
 		require.NoError(t, ob.OutboxDelete(b.ctx, nil))
 	})
+
+	t.Run("JobOutbox", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		// A job's discard stores its dispatch.discarded event in the
+		// operational outbox with the job update (API.md §12, issue 32).
+		ob, ok := b.store.(dispatch.OutboxStore)
+		require.True(t, ok, "the adapter must implement dispatch.OutboxStore")
+		list := func() []stream.Event {
+			t.Helper()
+			got, err := ob.OutboxList(b.ctx, 10)
+			require.NoError(t, err)
+			return got
+		}
+		job := b.newJob(nil)
+		other := b.newJob(nil)
+		b.insertJobs(t, job, other)
+
+		read, err := b.store.JobGetByID(b.ctx, job.ID)
+		require.NoError(t, err)
+		stale := *read
+		at := baseTime().Add(time.Second)
+		read.LastError = new("max age passed before delivery")
+		require.NoError(t, read.Transition(dispatch.StatusError, at))
+		d1 := b.statusEvent(stream.TypeDispatchDiscarded, job.ID, at)
+		require.NoError(t, b.store.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: read, Events: []stream.Event{d1}, Outbox: []stream.Event{d1}}))
+		require.Equal(t, []stream.Event{d1}, list(), "the outbox event is stored with the job update")
+		got, err := b.store.JobGetByID(b.ctx, job.ID)
+		require.NoError(t, err)
+		require.Equal(t, read, got, "the outbox is not part of the job")
+
+		// An update that loses the version check stores no outbox event.
+		stale.LastError = new("lost")
+		require.NoError(t, stale.Transition(dispatch.StatusError, at))
+		lost := b.statusEvent(stream.TypeDispatchDiscarded, job.ID, at)
+		err = b.store.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: &stale, Events: []stream.Event{lost}, Outbox: []stream.Event{lost}})
+		require.ErrorIs(t, err, store.ErrStale)
+		require.Equal(t, []stream.Event{d1}, list(), "a refused update stores no outbox event")
+		// Nor does one of a job that is gone.
+		missing := b.newJob(nil)
+		missing.Version = 1
+		gone := b.statusEvent(stream.TypeDispatchDiscarded, missing.ID, at)
+		require.ErrorIs(t, b.store.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: missing, Outbox: []stream.Event{gone}}), store.ErrNotFound)
+		require.Equal(t, []stream.Event{d1}, list())
+
+		// A later write of the job (an operator retry) keeps the event not
+		// relayed yet.
+		require.NoError(t, read.Transition(dispatch.StatusQueued, at.Add(time.Second)))
+		require.NoError(t, b.store.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: read}))
+		require.Equal(t, []stream.Event{d1}, list(), "a later job write keeps the outbox")
+		got, err = b.store.JobGetByID(b.ctx, job.ID)
+		require.NoError(t, err)
+		require.Equal(t, read, got)
+
+		// Another job's discard and a circuit's opening: one outbox,
+		// oldest id first.
+		o := b.statusEvent(stream.TypeSubscriptionCircuitOpened, "sub-1", at)
+		require.NoError(t, b.store.CircuitUpdate(b.ctx, &dispatch.CircuitUpdateParams{Circuit: newCircuit("sub-1"), Outbox: []stream.Event{o}}))
+		readOther, err := b.store.JobGetByID(b.ctx, other.ID)
+		require.NoError(t, err)
+		require.NoError(t, readOther.Transition(dispatch.StatusError, at))
+		d2 := b.statusEvent(stream.TypeDispatchDiscarded, other.ID, at)
+		require.NoError(t, b.store.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: readOther, Outbox: []stream.Event{d2}}))
+		require.Equal(t, []stream.Event{d1, o, d2}, list())
+
+		// The relay deletes what it ingested; the job stays as it is and
+		// its next write does not bring the event back.
+		require.NoError(t, ob.OutboxDelete(b.ctx, []string{d1.ID, o.ID}))
+		require.Equal(t, []stream.Event{d2}, list())
+		require.NoError(t, read.Transition(dispatch.StatusInProgress, at.Add(2*time.Second)))
+		require.NoError(t, b.store.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: read}))
+		got, err = b.store.JobGetByID(b.ctx, job.ID)
+		require.NoError(t, err)
+		require.Equal(t, read, got)
+		require.Equal(t, []stream.Event{d2}, list())
+		require.NoError(t, ob.OutboxDelete(b.ctx, []string{d2.ID}))
+		require.Empty(t, list())
+	})
 }
