@@ -50,12 +50,21 @@
 //
 // # Time
 //
-// A run is interrupted at [Config.Timeout] and when its ctx ends. goja checks
-// the interrupt between instructions only, not inside a built-in written in
-// Go, so the built-ins that loop or allocate as much as a script asks for in
-// one call are guarded (next section). A run that still does not return
-// within [AbandonGrace] after its interrupt is abandoned: Run returns a
-// timeout, and the runtime is never reused.
+// A run is interrupted at [Config.Timeout] of its own CPU time and when its
+// ctx ends. The run's goroutine keeps one OS thread (runtime.LockOSThread)
+// and the watchdog reads that thread's CPU clock (Linux; elsewhere the limit
+// is wall time), so a run the scheduler holds off the CPU on a saturated
+// machine is not failed for the wait: an endless loop is stopped after
+// Timeout of CPU, a good handler is not stopped because other processes or
+// goroutines took the CPUs. Whatever its CPU time, a run is stopped after
+// [Config.WallLimit] of wall time (ten times Timeout, at least Timeout plus
+// five seconds), so a starved hostile run still frees its runtime. The time
+// spent waiting for a runtime is not counted; ctx bounds it. goja checks the
+// interrupt between instructions only, not inside a built-in written in Go,
+// so the built-ins that loop or allocate as much as a script asks for in one
+// call are guarded (next section). A run that still does not return within
+// [AbandonGrace] after its interrupt is abandoned: Run returns a timeout, and
+// the runtime is never reused.
 //
 // # Memory
 //
@@ -65,12 +74,18 @@
 //  1. A watchdog samples the process's cumulative heap allocation
 //     (runtime/metrics /gc/heap/allocs:bytes) every [WatchdogInterval] while
 //     any run is active and interrupts each run during whose lifetime the
-//     process allocated more than [Config.MaxMemory] (default 64 MiB), with
-//     [KindMemory]. The count includes what the rest of the process
-//     allocated meanwhile, so it errs towards stopping a run: a run is
-//     stopped wrongly only if the gateway allocates MaxMemory while it runs
-//     (64 MiB within a 100 ms run is 640 MB/s; ordinary runs take well under
-//     a millisecond).
+//     process allocated more than [Config.MaxMemory] (default 64 MiB). A run
+//     that was alone fails with [KindMemory]. A run that shared the process
+//     with other runs cannot be told from them, so it is run once more
+//     alone, holding every slot (the others finish first, new ones wait),
+//     and fails with KindMemory only if it passes the bound then: beside an
+//     allocation hog a good handler is stopped at most once and succeeds on
+//     its second run, while the hog fails (TestRunMemoryStopsTheAllocator).
+//     Handlers have no I/O, so running one twice is not observable. The
+//     count includes what the rest of the process allocated meanwhile, so a
+//     run alone is stopped wrongly only if the gateway allocates MaxMemory
+//     while it runs (64 MiB within a 100 ms run is 640 MB/s; ordinary runs
+//     take well under a millisecond).
 //  2. The built-ins that would allocate or loop without end inside one Go
 //     call are guarded and throw a RangeError instead: an array-like's length
 //     is at most MaxMemory/256 elements (262,144 by default) for every

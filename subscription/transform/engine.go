@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dop251/goja"
+	"golang.org/x/sync/semaphore"
 )
 
 // Defaults of [Config].
@@ -52,6 +53,11 @@ type Config struct {
 	// [MaxMemoryDefault]. It also sizes the guarded built-ins: arrays of at
 	// most MaxMemory/256 elements, strings of at most MaxMemory/16 bytes.
 	MaxMemory int64
+	// WallLimit is the longest wall time of a run, however little CPU it
+	// got; default ten times Timeout, at least Timeout plus five seconds (a
+	// saturated machine was seen to hold a run off the CPU for 30 times its
+	// CPU time).
+	WallLimit time.Duration
 	// PoolSize is the most runs at once (each on its own runtime); more
 	// wait. Default: GOMAXPROCS, at least 4.
 	PoolSize int
@@ -63,7 +69,7 @@ type Engine struct {
 	cfg    Config
 	maxLen int64
 	maxStr int64
-	slots  chan struct{}
+	slots  *semaphore.Weighted // a run holds one; a run alone holds all
 	idle   chan *sandbox
 	wd     watchdog
 	fresh  bool // a new runtime for every run (the benchmark's baseline)
@@ -74,12 +80,13 @@ func New(cfg Config) *Engine {
 	cfg.Timeout = cmp.Or(cfg.Timeout, TimeoutDefault)
 	cfg.MaxResultBytes = cmp.Or(cfg.MaxResultBytes, MaxResultBytesDefault)
 	cfg.MaxMemory = cmp.Or(cfg.MaxMemory, MaxMemoryDefault)
+	cfg.WallLimit = cmp.Or(cfg.WallLimit, max(10*cfg.Timeout, cfg.Timeout+5*time.Second))
 	cfg.PoolSize = cmp.Or(cfg.PoolSize, max(runtime.GOMAXPROCS(0), minPoolSize))
 	return &Engine{
 		cfg:    cfg,
 		maxLen: max(cfg.MaxMemory/256, 1024),
 		maxStr: max(cfg.MaxMemory/16, cfg.MaxResultBytes),
-		slots:  make(chan struct{}, cfg.PoolSize),
+		slots:  semaphore.NewWeighted(int64(cfg.PoolSize)),
 		idle:   make(chan *sandbox, cfg.PoolSize),
 	}
 }
@@ -93,39 +100,68 @@ type outcome struct {
 	err error
 }
 
+// errMemorySuspect is a run stopped at the memory bound while other runs
+// shared the process: Run runs it again alone.
+var errMemorySuspect = errors.New("the process allocated past the bound while other runs were active")
+
 // Run calls prog's handler with in and returns its validated result. A
 // failure of the handler or its result is a [*RunError]; ctx ending while the
 // run waits for a runtime returns ctx's error, and while it runs a
-// [KindTimeout] RunError. Run returns within Timeout plus [AbandonGrace]
-// whatever the handler does.
+// [KindTimeout] RunError.
+//
+// The time limit counts the run's own CPU time where the platform has a
+// thread clock (Linux), so a run the scheduler holds off the CPU is not
+// failed for it; whatever the CPU time, a run is stopped after
+// [Config.WallLimit] of wall time. Waiting for a runtime is bounded by ctx
+// only. A run stopped at the memory bound while other runs were active is
+// run once more alone, holding every slot, and fails with [KindMemory] only
+// if it passes the bound then: the stop hits the run that allocates. Each of
+// the (at most two) runs returns within WallLimit plus [AbandonGrace].
 func (e *Engine) Run(ctx context.Context, prog *Program, in Input) (Output, error) {
-	select {
-	case e.slots <- struct{}{}:
-	case <-ctx.Done():
+	if err := e.slots.Acquire(ctx, 1); err != nil {
 		return Output{}, ctx.Err()
 	}
-	defer func() { <-e.slots }()
+	out, err := e.runOnce(ctx, prog, in, false)
+	e.slots.Release(1)
+	if !errors.Is(err, errMemorySuspect) {
+		return out, err
+	}
+	all := int64(e.cfg.PoolSize)
+	if err := e.slots.Acquire(ctx, all); err != nil {
+		return Output{}, ctx.Err()
+	}
+	defer e.slots.Release(all)
+	return e.runOnce(ctx, prog, in, true)
+}
+
+// runOnce runs prog on a pooled runtime, under the watchdog; the caller holds
+// a slot (every slot when exclusive).
+func (e *Engine) runOnce(ctx context.Context, prog *Program, in Input, exclusive bool) (Output, error) {
 	sb, err := e.sandbox()
 	if err != nil {
 		return Output{}, err
 	}
-
-	r := e.wd.start(sb.rt, e.cfg.Timeout, e.cfg.MaxMemory)
+	r := &watched{rt: sb.rt, timeout: e.cfg.Timeout, wallLimit: e.cfg.WallLimit, maxMemory: uint64(e.cfg.MaxMemory), exclusive: exclusive} //nolint:gosec // G115: MaxMemory is positive (Config defaults)
 	stopCtx := context.AfterFunc(ctx, func() { sb.rt.Interrupt(KindTimeout) })
 	done := make(chan outcome, 1)
 	go func() {
+		// The run keeps one OS thread, so the thread's CPU clock measures it.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		e.wd.begin(r)
 		out, err := e.runIn(sb, prog, in)
 		if err != nil {
 			err = e.runError(sb, r, err)
+		} else {
+			e.wd.stop(r)
 		}
 		done <- outcome{out: out, err: err}
 	}()
-	abandon := time.NewTimer(e.cfg.Timeout + AbandonGrace)
+	abandon := time.NewTimer(e.cfg.WallLimit + AbandonGrace)
 	defer abandon.Stop()
 	select {
 	case res := <-done:
 		stopCtx()
-		e.wd.stop(r)
 		sb.rt.ClearInterrupt()
 		if !e.fresh {
 			select {
@@ -395,17 +431,19 @@ func describe(v goja.Value) string {
 // can run getters.
 const errorTimeout = 10 * time.Millisecond
 
-// runError turns a failed run's error into a RunError. Reading a thrown
-// object's name and message can call getters, so it runs under a watch of
-// its own: the run's watch may interrupt at any moment once its deadline or
-// memory bound has passed, and would leave the message empty.
+// runError turns a failed run's error into a RunError and stops watching r.
+// Reading a thrown object's name and message can call getters, so it runs
+// under a watch of its own: the run's watch may interrupt at any moment once
+// its limit or memory bound has passed, and would leave the message empty.
+// It is called on the run's goroutine.
 func (e *Engine) runError(sb *sandbox, r *watched, err error) error {
+	e.wd.stop(r)
 	if _, ok := errors.AsType[*goja.InterruptedError](err); ok {
 		return runErrorOf(err, e.cfg)
 	}
-	e.wd.stop(r)
 	sb.rt.ClearInterrupt()
-	r2 := e.wd.start(sb.rt, min(e.cfg.Timeout, errorTimeout), e.cfg.MaxMemory)
+	r2 := &watched{rt: sb.rt, timeout: min(e.cfg.Timeout, errorTimeout), wallLimit: e.cfg.WallLimit, maxMemory: r.maxMemory, exclusive: r.exclusive}
+	e.wd.begin(r2)
 	defer e.wd.stop(r2)
 	return runErrorOf(err, e.cfg)
 }
@@ -419,10 +457,17 @@ func runErrorOf(err error, cfg Config) error {
 	}
 	if interrupted, ok := errors.AsType[*goja.InterruptedError](err); ok {
 		kind, _ := interrupted.Value().(Kind)
+		if kind == kindMemorySuspect {
+			return errMemorySuspect
+		}
 		re = &RunError{Kind: cmp.Or(kind, KindTimeout)}
-		if re.Kind == KindMemory {
+		switch re.Kind {
+		case KindMemory:
 			re.Message = fmt.Sprintf("the run allocated more than %d bytes", cfg.MaxMemory)
-		} else {
+		case kindStarved:
+			re.Kind = KindTimeout
+			re.Message = fmt.Sprintf("the run took longer than %s of wall time", cfg.WallLimit)
+		default:
 			re.Message = fmt.Sprintf("the run took longer than %s", cfg.Timeout)
 		}
 		re.Line, re.Column = position(interrupted.Stack())

@@ -12,7 +12,17 @@ import (
 // its difference over a run's lifetime bounds what the run allocated.
 const allocsMetric = "/gc/heap/allocs:bytes"
 
-// watchdog interrupts runs that pass their deadline or allocate past their
+// kindMemorySuspect interrupts a run that shared the process with other runs
+// while the process allocated past the bound: any of them may have done it,
+// so the run is not failed but run again alone (Engine.Run). It is never a
+// RunError's kind.
+const kindMemorySuspect Kind = "memory_suspect"
+
+// kindStarved interrupts a run past its wall limit: the run's RunError is a
+// KindTimeout that says so.
+const kindStarved Kind = "starved"
+
+// watchdog interrupts runs that pass their time limit or allocate past their
 // bound. Its goroutine runs only while some run is active.
 type watchdog struct {
 	mu       sync.Mutex
@@ -20,13 +30,24 @@ type watchdog struct {
 	watching bool
 }
 
-// watched is one active run.
+// watched is one run under watch.
 type watched struct {
 	rt        *goja.Runtime
-	deadline  time.Time
-	allocs0   uint64
+	timeout   time.Duration // of the run's own CPU time (wall time without a thread clock)
+	wallLimit time.Duration // of wall time, whatever the CPU time
 	maxMemory uint64
-	stopped   bool // interrupted once; not again
+	exclusive bool // the run holds every slot: what the process allocates is its
+
+	// Set by begin, on the run's locked OS thread.
+	clock    threadClock
+	hasClock bool
+	cpu0     time.Duration
+	start    time.Time
+	allocs0  uint64
+
+	shared  bool // another run was active during this one
+	stopped bool // interrupted once; not again
+	ended   bool // stop was called: begin must not register it
 }
 
 func readAllocs() uint64 {
@@ -38,26 +59,37 @@ func readAllocs() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// start registers a run and makes sure the watchdog goroutine runs.
-func (w *watchdog) start(rt *goja.Runtime, timeout time.Duration, maxMemory int64) *watched {
-	r := &watched{rt: rt, deadline: time.Now().Add(timeout), allocs0: readAllocs(), maxMemory: uint64(maxMemory)} //nolint:gosec // G115: maxMemory is positive (Config defaults)
+// begin starts watching r. It is called on the run's goroutine, locked to its
+// OS thread, so the thread's CPU clock is the run's.
+func (w *watchdog) begin(r *watched) {
+	r.clock, r.hasClock = currentThreadClock()
+	if r.hasClock {
+		r.cpu0, r.hasClock = r.clock.now()
+	}
+	r.start, r.allocs0 = time.Now(), readAllocs()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if r.ended {
+		return
+	}
 	if w.active == nil {
 		w.active = make(map[*watched]struct{})
+	}
+	for o := range w.active {
+		o.shared, r.shared = true, true
 	}
 	w.active[r] = struct{}{}
 	if !w.watching {
 		w.watching = true
 		go w.watch()
 	}
-	return r
 }
 
-// stop unregisters a run.
+// stop stops watching r.
 func (w *watchdog) stop(r *watched) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	r.ended = true
 	delete(w.active, r)
 }
 
@@ -72,8 +104,8 @@ func (w *watchdog) watch() {
 	}
 }
 
-// check interrupts the runs past their deadline or memory bound; it reports
-// whether any run is still active.
+// check interrupts the runs past their time limit or memory bound; it
+// reports whether any run is still active.
 func (w *watchdog) check() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -87,11 +119,32 @@ func (w *watchdog) check() bool {
 		case r.stopped:
 		case allocs-r.allocs0 > r.maxMemory:
 			r.stopped = true
-			r.rt.Interrupt(KindMemory)
-		case now.After(r.deadline):
+			if r.shared && !r.exclusive {
+				r.rt.Interrupt(kindMemorySuspect)
+			} else {
+				r.rt.Interrupt(KindMemory)
+			}
+		case now.Sub(r.start) > r.wallLimit:
+			r.stopped = true
+			r.rt.Interrupt(kindStarved)
+		case r.overTime(now):
 			r.stopped = true
 			r.rt.Interrupt(KindTimeout)
 		}
 	}
 	return true
+}
+
+// overTime reports whether r has run longer than its limit: its thread's CPU
+// time past timeout (its wall time without a thread clock).
+func (r *watched) overTime(now time.Time) bool {
+	wall := now.Sub(r.start)
+	if !r.hasClock {
+		return wall > r.timeout
+	}
+	cpu, ok := r.clock.now()
+	if !ok {
+		return wall > r.timeout
+	}
+	return cpu-r.cpu0 > r.timeout
 }
