@@ -60,6 +60,11 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	memProfile := fs.String("memprofile", "", "write an allocation profile (alloc_space) at the end of the run to this file")
 	transformFile := fs.String("transform", "", "measure the cost of this transformation (a JavaScript file defining function handler(webhook), API.md §16) per delivered event, against the same load without it, in interleaved rounds; alone, runs only the "+bench.PhaseTransform+" phase")
 	transformRounds := fs.Int("transform-rounds", 0, "interleaved rounds of each load of the transform phase (default 3; the figures are medians)")
+	destinationType := fs.String("destination", "", "measure delivery to this destination type ("+strings.Join(bench.DestinationTypes(), ", ")+"): delivered events/s, CPU per event and ingest→delivery latency, with the broker in process (kafka: kfake, nats: nats-server with JetStream, pubsub: pstest) or the local stack's (sqs, rabbitmq), webhook the bench's HTTP receiver; alone, runs only the "+bench.PhaseDestination+" phase")
+	destinationRounds := fs.Int("destination-rounds", 0, "closed-loop rounds of the destination phase (default 3; the figures are medians)")
+	destinationRate := fs.Float64("destination-rate", 0, "open-loop events/s of the destination phase's latency load (default 200; negative: none)")
+	destinationSQS := fs.String("destination-sqs-endpoint", os.Getenv("HOOKLANE_TEST_SQS_ENDPOINT"), "SQS endpoint of --destination sqs (env HOOKLANE_TEST_SQS_ENDPOINT, the local stack's)")
+	destinationAMQP := fs.String("destination-amqp-url", os.Getenv("HOOKLANE_TEST_AMQP_URL"), "RabbitMQ of --destination rabbitmq (env HOOKLANE_TEST_AMQP_URL, the local stack's)")
 	blockProfile := fs.String("blockprofile", "", "write a profile of where goroutines waited (blocking events of 100µs and more) to this file")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("parse flags: %w", err)
@@ -103,6 +108,16 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.TransformCode, cfg.TransformRounds = string(code), *transformRounds
 		if *phases == "" {
 			cfg.Phases = []string{bench.PhaseTransform}
+		}
+	}
+	if *destinationType != "" {
+		if err := bench.ValidDestination(*destinationType); err != nil {
+			return fmt.Errorf("--destination: %w", err)
+		}
+		cfg.Destination, cfg.DestinationRounds, cfg.DestinationRate = *destinationType, *destinationRounds, *destinationRate
+		cfg.SQSEndpoint, cfg.AMQPURL = *destinationSQS, *destinationAMQP
+		if *phases == "" {
+			cfg.Phases = []string{bench.PhaseDestination}
 		}
 	}
 	var err error

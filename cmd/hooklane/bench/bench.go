@@ -110,6 +110,18 @@ type Config struct {
 	// TransformRounds is how many interleaved rounds of each load the
 	// transform phase runs (default 3); its figures are their medians.
 	TransformRounds int
+	// Destination is the destination type the destination phase
+	// delivers to (DestinationTypes).
+	Destination string
+	// DestinationRounds is how many closed-loop rounds the destination
+	// phase runs (default 3); its figures are their medians.
+	DestinationRounds int
+	// DestinationRate is the open-loop rate (events/s) of the
+	// destination phase's latency load (default 200; negative: none).
+	DestinationRate float64
+	// SQSEndpoint and AMQPURL are the brokers of the sqs and rabbitmq
+	// destinations (the local stack's).
+	SQSEndpoint, AMQPURL string
 	// RoundTrips, when set, returns the gateway's round trips to its
 	// backends so far, by "backend:operation" (cumulative counts, safe for
 	// concurrent use); every phase then reports them per delivered event
@@ -196,6 +208,12 @@ func (c *Config) fill() error {
 	if c.TransformRounds <= 0 {
 		c.TransformRounds = transformRoundsDefault
 	}
+	if c.DestinationRounds <= 0 {
+		c.DestinationRounds = destinationRoundsDefault
+	}
+	if c.DestinationRate == 0 {
+		c.DestinationRate = destinationRateDefault
+	}
 	if c.MaxBacklog <= 0 {
 		c.MaxBacklog = d.MaxBacklog
 	}
@@ -241,8 +259,13 @@ func (c *Config) fill() error {
 		c.NowFunc = time.Now
 	}
 	for _, p := range c.Phases {
-		if !slices.Contains(AllPhases(), p) && p != PhaseReplay && p != PhaseTransform {
-			return fmt.Errorf("check config: unknown phase %q (phases: %v, %s, %s)", p, AllPhases(), PhaseReplay, PhaseTransform)
+		if !slices.Contains(AllPhases(), p) && p != PhaseReplay && p != PhaseTransform && p != PhaseDestination {
+			return fmt.Errorf("check config: unknown phase %q (phases: %v, %s, %s, %s)", p, AllPhases(), PhaseReplay, PhaseTransform, PhaseDestination)
+		}
+		if p == PhaseDestination {
+			if err := ValidDestination(c.Destination); err != nil {
+				return fmt.Errorf("check config: %w", err)
+			}
 		}
 	}
 	for _, n := range c.Connections {
@@ -360,6 +383,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		{PhaseMatching, r.matching},
 		{PhaseReplay, r.replay},
 		{PhaseTransform, r.transform},
+		{PhaseDestination, r.destination},
 	}
 	for _, s := range steps {
 		if r.has(s.name) {

@@ -39,6 +39,8 @@ type Report struct {
 	Replay         *ReplayResult       `json:"replay,omitempty"`
 	// Transform is the transform phase (bench/transform.go).
 	Transform *TransformResult `json:"transform,omitempty"`
+	// Destination is the destination phase (bench/destination.go).
+	Destination *DestinationResult `json:"destination,omitempty"`
 	// Notes say what the run left out (phases skipped for the time budget).
 	Notes []string `json:"notes,omitempty"`
 	// PeakRSSBytes is the benchmark process's peak resident set (gateway
@@ -441,6 +443,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	r.writeReplay(p)
 	r.writeTransform(p)
+	r.writeDestination(p)
 	r.writeRoundTrips(p)
 	p("peak RSS\t%.0f MiB\t\n", float64(r.PeakRSSBytes)/(1<<20))
 	if err := tw.Flush(); err != nil {
@@ -497,6 +500,7 @@ func (r *Report) Problems() []string {
 	}
 	out = append(out, r.replayProblems()...)
 	out = append(out, r.transformProblems()...)
+	out = append(out, r.destinationProblems()...)
 	return out
 }
 
