@@ -25,10 +25,16 @@ const (
 // DestinationWebhook is the destination label of an HTTP target.
 const DestinationWebhook = "webhook"
 
-// destinationLabel is the destination label of a job's target URL:
-// "webhook" for http and https, else the scheme, which is the destination
-// type's name (API.md §15: "kafka://broker/topic"), within
-// DestinationLabelMax; "other" past it or for a target that does not parse.
+// DestinationRabbitMQ is the destination label of a RabbitMQ destination,
+// whose targetUrl's scheme is amqp (API.md §15: "amqp://host:port/exchange"),
+// not its type's name.
+const DestinationRabbitMQ = "rabbitmq"
+
+// destinationLabel is the destination label of a job's target URL: the
+// destination type (API.md §15) — "webhook" for http and https,
+// "rabbitmq" for amqp and amqps, else the scheme, which is the type's name
+// ("kafka://broker/topic"), within DestinationLabelMax; "other" past it or
+// for a target that does not parse.
 func (m *Metrics) destinationLabel(target string) string {
 	scheme, _, ok := strings.Cut(target, "://")
 	scheme = strings.ToLower(scheme)
@@ -37,6 +43,8 @@ func (m *Metrics) destinationLabel(target string) string {
 		return OtherLabel
 	case scheme == "http" || scheme == "https":
 		return DestinationWebhook
+	case scheme == "amqp" || scheme == "amqps":
+		scheme = DestinationRabbitMQ
 	}
 	return m.destinationLabels.label(scheme)
 }
