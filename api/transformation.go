@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/hooklane/hooklane/event/cloudevent"
+	"github.com/hooklane/hooklane/router/transformrun"
 	"github.com/hooklane/hooklane/subscription/transform"
 )
 
@@ -82,8 +83,14 @@ func (s *Server) testTransformation(c *gin.Context) error {
 	for k, v := range sub.Headers {
 		headers[strings.ToLower(k)] = v
 	}
+	// The delivery's request: a destination's handler gets no url (API.md
+	// §15, §16).
+	req := transformrun.Request{URL: sub.Target, Credentialed: sub.Auth != nil || sub.TLS != nil}
+	if sub.HasDestination() {
+		req.URL = ""
+	}
 	out, err := s.cfg.Transform.Run(c.Request.Context(), prog, transform.Input{
-		Method: http.MethodPost, URL: sub.Target, Headers: headers, Payload: payload,
+		Method: http.MethodPost, URL: req.URL, Headers: headers, Payload: payload,
 		EventType: ev.Type, EventID: ev.ID, Attempt: 1,
 	})
 	if err != nil {
@@ -92,6 +99,18 @@ func (s *Server) testTransformation(c *gin.Context) error {
 			return nil
 		}
 		return fmt.Errorf("run transformation: %w", err)
+	}
+	// The checks every delivery makes of the result (a destination's method
+	// and url, a credentialed target's host): what fails at delivery fails
+	// here, with the delivery's error.
+	if !out.Cancel {
+		if err := transformrun.Check(&out, req); err != nil {
+			if te, ok := errors.AsType[*transformrun.Error](err); ok {
+				c.JSON(http.StatusOK, failedAnswer(te.Error(), te.Line, te.Column))
+				return nil
+			}
+			return fmt.Errorf("check transformation result: %w", err)
+		}
 	}
 	if out.Headers == nil {
 		out.Headers = map[string]string{}

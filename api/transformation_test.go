@@ -171,3 +171,62 @@ func TestTransformationTestEndpoint(t *testing.T) {
 	_, got = s.do(t, http.MethodGet, "/api/subscriptions/"+created["id"].(string), nil, bearer(adminKey)...)
 	require.Equal(t, renameHandler, got["transformation"].(map[string]any)["code"], "testing stores nothing")
 }
+
+// The test endpoint applies the checks a delivery makes of the result: for
+// a subscription with a destination, a method other than POST (or a url)
+// fails the test with the delivery's invalid_result error instead of testing
+// "ok"; for a target with auth, another host fails as at delivery.
+func TestTransformationTestEndpointChecksLikeDelivery(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, nil)
+	event := map[string]any{
+		"specversion": "1.0", "id": "e-1", "source": "/shop", "type": "shop.order.created",
+		"data": map[string]any{"id": "o-42"},
+	}
+	test := func(t *testing.T, id, code string) map[string]any {
+		t.Helper()
+		resp, got := s.do(t, http.MethodPost, "/api/subscriptions/"+id+"/transformation/test",
+			map[string]any{"event": event, "code": code}, bearer(adminKey)...)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%v", got)
+		return got
+	}
+
+	// A destination subscription, made in the store: the test server has no
+	// broker types enabled, and the endpoint reads only that it has one.
+	created := mustCreateSub(t, s, map[string]any{"code": "tf-dest", "transformation": map[string]any{"code": renameHandler}})
+	id := created["id"].(string)
+	stored, err := s.Store.SubscriptionGetByID(t.Context(), id)
+	require.NoError(t, err)
+	stored.Destination = []byte(`{"type":"kafka","brokers":["127.0.0.1:9092"],"topic":"orders"}`)
+	stored.Target, stored.TargetURL = "", "kafka://127.0.0.1:9092/orders"
+	require.NoError(t, s.Store.SubscriptionUpdate(t.Context(), stored))
+
+	got := test(t, id, "function handler(w) {\n  w.method = 'PUT';\n  return w;\n}")
+	require.Equal(t, false, got["ok"], "%v", got)
+	require.Contains(t, got["error"], "invalid_result")
+	require.Contains(t, got["error"], `method "PUT" cannot be set: the subscription delivers to a destination`)
+
+	got = test(t, id, "function handler(w) {\n  w.url = 'http://127.0.0.1:9/x';\n  return w;\n}")
+	require.Equal(t, false, got["ok"], "%v", got)
+	require.Contains(t, got["error"], "url cannot be set")
+
+	got = test(t, id, "function handler(w) {\n  w.headers['x-order'] = w.payload.data.id;\n  return w;\n}")
+	require.Equal(t, true, got["ok"], "%v", got)
+	result := got["result"].(map[string]any)
+	require.Equal(t, "POST", result["method"])
+	require.Empty(t, result["url"], "a destination's handler gets no url")
+
+	got = test(t, id, "function handler(w) {\n  w.method = 'PATCH';\n  w.cancel = true;\n  return w;\n}")
+	require.Equal(t, true, got["ok"], "a cancelled delivery is not checked, as at delivery: %v", got)
+
+	// A target with auth: only the path and query may change.
+	authed := mustCreateSub(t, s, map[string]any{
+		"code": "tf-auth", "target": "http://127.0.0.1:9/hook",
+		"auth": map[string]any{"type": "bearer", "token": "platform-token"},
+	})
+	got = test(t, authed["id"].(string), "function handler(w) {\n  w.url = 'http://127.0.0.2:9/hook';\n  return w;\n}")
+	require.Equal(t, false, got["ok"], "%v", got)
+	require.Contains(t, got["error"], "with auth or tls only the path and query may change")
+	got = test(t, authed["id"].(string), "function handler(w) {\n  w.url = 'http://127.0.0.1:9/hook/o-42?x=1';\n  w.method = 'PUT';\n  return w;\n}")
+	require.Equal(t, true, got["ok"], "%v", got)
+}

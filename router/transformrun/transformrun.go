@@ -188,7 +188,7 @@ func (r *Runner) run(ctx context.Context, d *router.Delivery, req Request) (Resu
 	if out.Cancel {
 		return Result{}, ErrCancelled
 	}
-	if err := check(&out, req); err != nil {
+	if err := Check(&out, req); err != nil {
 		return Result{}, err
 	}
 	res := Result{Method: out.Method, URL: out.URL, Headers: out.Headers, Changed: out.PayloadChanged}
@@ -200,7 +200,10 @@ func (r *Runner) run(ctx context.Context, d *router.Delivery, req Request) (Resu
 	return res, nil
 }
 
-// check checks the delivery a transformation chose. A webhook: POST, PUT
+// Check checks the delivery a transformation chose, as every delivery
+// does after a run that did not cancel; the API's test endpoint runs it too,
+// so a result that would fail at delivery does not test "ok". A refusal is
+// an *Error of KindInvalidResult. A webhook: POST, PUT
 // or PATCH to an http or https URL, on the target's scheme, host and port
 // when the subscription has auth or tls (a credential never goes to
 // another host); the addresses are checked where the request connects
@@ -208,7 +211,7 @@ func (r *Runner) run(ctx context.Context, d *router.Delivery, req Request) (Resu
 // when the input has none) and the method left POST — url and method are
 // a webhook's (API.md §16), and a result that asks for another is refused
 // rather than silently published as it is not.
-func check(out *transform.Output, req Request) error {
+func Check(out *transform.Output, req Request) error {
 	if req.URL == "" {
 		if out.URL != "" || out.Method != http.MethodPost { // the engine refuses a url already
 			return &Error{Kind: transform.KindInvalidResult, Message: fmt.Sprintf(
