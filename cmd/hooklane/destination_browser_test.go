@@ -18,7 +18,8 @@ import (
 // next delivery still authenticates, so the stored token is the one given
 // at creation), and a moved broker address without the token gets the
 // API's 422 next to the token's field. The job view shows the broker's
-// acknowledgement (api/ui/e2e/destination.mjs).
+// acknowledgement; a kafka destination with SASL and TLS is created with
+// its nested fields, its SASL password shown "***" (api/ui/e2e/destination.mjs).
 func TestDestinationFormInChromium(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)

@@ -122,4 +122,28 @@ scenario('destination', async (page) => {
   check(after.destination.url === natsURL, 'the refused PATCH changed the url: ' + after.destination.url);
   await page.locator('#destination-fields').scrollIntoViewIfNeeded();
   await shot(page);
+
+  // Nested fields: a kafka destination with SASL and TLS (system roots),
+  // of a type nothing posts; its SASL password comes back as "***".
+  await page.goto(env('HOOKLANE_UI_BASE') + '/ui/#/subscriptions/new');
+  await page.locator('#deliveryType').waitFor();
+  await page.fill('#code', 'ui-dest-kafka');
+  await page.fill('#eventTypes', 'ui.dest.unposted');
+  await page.selectOption('#deliveryType', 'kafka');
+  check(!(await page.locator('#dest-kafka-sasl-password').isVisible()), 'the SASL password shows without a mechanism');
+  await page.fill('#dest-kafka-brokers', '127.0.0.1:9, 127.0.0.1:10');
+  await page.fill('#dest-kafka-topic', 'orders');
+  await page.selectOption('#dest-kafka-sasl-mechanism', 'SCRAM-SHA-256');
+  await page.fill('#dest-kafka-sasl-username', 'svc');
+  await page.fill('#dest-kafka-sasl-password', 'kafka-s3cret');
+  await page.selectOption('#dest-kafka-tls', 'system');
+  await page.click('#subscription-save');
+  await page.locator('#sub-destination[data-kind=kafka]').waitFor();
+  const k = (await api('GET', '/api/subscriptions?destinationType=kafka', undefined, admin)).items[0];
+  const kd = k && k.destination;
+  check(kd && kd.type === 'kafka' && kd.brokers.join() === '127.0.0.1:9,127.0.0.1:10' && kd.topic === 'orders' && kd.tls === true &&
+    kd.sasl.mechanism === 'SCRAM-SHA-256' && kd.sasl.username === 'svc' && kd.sasl.password === '***', 'the kafka destination: ' + JSON.stringify(kd));
+  check(k.targetUrl === 'kafka://127.0.0.1:9/orders', 'the kafka targetUrl: ' + k.targetUrl);
+  check(await page.inputValue('#dest-kafka-sasl-password') === '***' && await page.inputValue('#dest-kafka-tls') === 'system',
+    'the kafka edit form does not show the stored SASL password as *** and TLS on');
 });
