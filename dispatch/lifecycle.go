@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/hooklane/hooklane/event"
@@ -168,7 +169,7 @@ func (lc *Lifecycle) mutate(ctx context.Context, j *Job, change changeFunc) (*Jo
 		if err != nil {
 			return nil, err
 		}
-		err = lc.cfg.Store.JobUpdate(ctx, &JobUpdateParams{Job: j, Events: events})
+		err = lc.cfg.Store.JobUpdate(ctx, &JobUpdateParams{Job: j, Events: events, Outbox: lc.jobOutbox(j, events)})
 		if err == nil {
 			lc.written(j, events)
 			return j, nil
@@ -187,7 +188,7 @@ func (lc *Lifecycle) mutate(ctx context.Context, j *Job, change changeFunc) (*Jo
 // conflict or a job deleted meanwhile is not an error, the other writer
 // having moved the job on.
 func (lc *Lifecycle) tryWrite(ctx context.Context, j *Job, events []stream.Event) (bool, error) {
-	err := lc.cfg.Store.JobUpdate(ctx, &JobUpdateParams{Job: j, Events: events})
+	err := lc.cfg.Store.JobUpdate(ctx, &JobUpdateParams{Job: j, Events: events, Outbox: lc.jobOutbox(j, events)})
 	switch {
 	case err == nil:
 		lc.written(j, events)
@@ -197,6 +198,28 @@ func (lc *Lifecycle) tryWrite(ctx context.Context, j *Job, events []stream.Event
 	default:
 		return false, fmt.Errorf("write job %s: %w", j.ID, err)
 	}
+}
+
+// operationalTypePrefix is the reserved prefix of the gateway's own event
+// types (package ingest/operational): a job of such an event is news of the
+// news, and its discard produces no operational event.
+const operationalTypePrefix = "hooklane."
+
+// jobOutbox returns the status events of a job write that go to the
+// operational outbox: its dispatch.discarded event, when
+// CircuitPolicy.DurableEvents is set and the job's event is not itself an
+// operational one; else none.
+func (lc *Lifecycle) jobOutbox(j *Job, events []stream.Event) []stream.Event {
+	if !lc.cfg.Circuit.DurableEvents || strings.HasPrefix(j.Code, operationalTypePrefix) {
+		return nil
+	}
+	var out []stream.Event
+	for i := range events {
+		if events[i].Type == stream.TypeDispatchDiscarded {
+			out = append(out, events[i])
+		}
+	}
+	return out
 }
 
 // written tells OnEventsFunc about a write's status events.

@@ -223,8 +223,8 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		return err
 	}
 	// The operational outbox (issue 32), when the store keeps one: circuit
-	// transitions and auto-disables store their events with their own
-	// write, and the relay below ingests them.
+	// transitions, auto-disables and job discards store their events with
+	// their own write, and the relay below ingests them.
 	outbox, durableEvents := st.(dispatch.OutboxStore)
 	q, inProcess, err := openQueue(ctx, cfg, logger)
 	if err != nil {
@@ -263,12 +263,11 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	// the operational events, ingested like any other.
 	recorder := health.NewRecorder(health.RecorderConfig{Store: st, Logger: logger})
 	var svc *ingest.Service
-	forwarder := operational.NewForwarder(operational.ForwarderConfig{
-		Ingest: ingestFunc(func(ctx context.Context, req *ingest.Request) ([]ingest.Result, error) {
-			return svc.Gateway().Ingest(ctx, req)
-		}),
-		Subscriptions: st, Logger: logger, OnDropFunc: cm.ObserveOperationalDrop, Durable: durableEvents,
-	})
+	// With the outbox, every operational event (circuit, disable and
+	// discarded-job ones) is stored with the write that causes it and
+	// ingested by the relay; the in-memory Forwarder runs only for a store
+	// without one.
+	var forwarder *operational.Forwarder
 	var relay *operational.Relay
 	if durableEvents {
 		relay = operational.NewRelay(operational.RelayConfig{
@@ -276,7 +275,14 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 			Ingest: ingestFunc(func(ctx context.Context, req *ingest.Request) ([]ingest.Result, error) {
 				return svc.Gateway().Ingest(ctx, req)
 			}),
-			Subscriptions: st, Logger: logger,
+			Subscriptions: st, Jobs: st, Logger: logger,
+		})
+	} else {
+		forwarder = operational.NewForwarder(operational.ForwarderConfig{
+			Ingest: ingestFunc(func(ctx context.Context, req *ingest.Request) ([]ingest.Result, error) {
+				return svc.Gateway().Ingest(ctx, req)
+			}),
+			Subscriptions: st, Logger: logger, OnDropFunc: cm.ObserveOperationalDrop,
 		})
 	}
 	// The job lifecycle: the one owner of every job write (package dispatch).
@@ -288,7 +294,9 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 		},
 		OnAttemptFunc: func(j *dispatch.Job, a dispatch.Attempt, err error) { recorder.Observe(observation(j, a, err)) },
 		OnEventsFunc: func(j *dispatch.Job, events []stream.Event) {
-			forwarder.Observe(j, events)
+			if forwarder != nil {
+				forwarder.Observe(j, events)
+			}
 			if relay != nil {
 				relay.Observe(j, events)
 			}
@@ -331,7 +339,9 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return subs.Run(ctx) })
 	g.Go(func() error { return recorder.Run(ctx) })
-	g.Go(func() error { return forwarder.Run(ctx) })
+	if forwarder != nil {
+		g.Go(func() error { return forwarder.Run(ctx) })
+	}
 	if relay != nil {
 		g.Go(func() error { return relay.Run(ctx) })
 	}

@@ -57,10 +57,10 @@ type ForwarderConfig struct {
 	// OnDropFunc, when set, is called for each event dropped because the
 	// buffer was full (for metrics).
 	OnDropFunc func()
-	// Durable leaves the circuit and subscription events to a Relay, which
-	// ingests them from the outbox their write stored them in
-	// (dispatch.CircuitPolicy.DurableEvents): the Forwarder then ingests
-	// only the discarded jobs' events.
+	// Durable leaves every operational event — circuit, subscription and
+	// discarded-job ones — to a Relay, which ingests them from the outbox
+	// their write stored them in (dispatch.CircuitPolicy.DurableEvents): the
+	// Forwarder then ingests nothing, and the gateway runs none.
 	Durable bool
 	Logger  *slog.Logger
 }

@@ -3,12 +3,14 @@ package operational
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/event/cloudevent"
 	"github.com/hooklane/hooklane/ingest"
+	"github.com/hooklane/hooklane/store"
 	"github.com/hooklane/hooklane/stream"
 )
 
@@ -33,6 +35,11 @@ type RelayConfig struct {
 	// Subscriptions, when set, names the client of the subscription an
 	// event is about (data.clientId).
 	Subscriptions SubscriptionGetter
+	// Jobs, when set, reads the job a dispatch.discarded outbox event is
+	// about, for what the status event does not carry (data.subscriptionId
+	// and the subscriptionid extension). Without it, or when the job is
+	// gone, the event is rendered from the status event alone.
+	Jobs JobGetter
 	// Interval is the period of the outbox reads nothing woke. Default
 	// RelayIntervalDefault.
 	Interval time.Duration
@@ -42,8 +49,14 @@ type RelayConfig struct {
 	Logger      *slog.Logger
 }
 
+// JobGetter reads a job (dispatch.Store's JobGetByID).
+type JobGetter interface {
+	JobGetByID(ctx context.Context, id string) (*dispatch.Job, error)
+}
+
 // Relay turns the operational outbox into events: it reads the status
-// events a circuit transition or an auto-disable stored with its own write,
+// events a circuit transition, an auto-disable or a job's discard stored
+// with its own write,
 // ingests each as its operational event through the gateway's door, and
 // deletes it from the outbox only once the ingest stored it (or refused it
 // for breaking a rule, which no retry mends). Delivery is at least once: a
@@ -51,8 +64,8 @@ type RelayConfig struct {
 // the same row, ingest an event twice, and the second is a duplicate —
 // the CloudEvent id is the status event's id, the same on every try.
 //
-// With a Relay running, the Forwarder leaves these types to it
-// (ForwarderConfig.Durable).
+// With a Relay running, the Forwarder leaves these types — every
+// operational one — to it (ForwarderConfig.Durable).
 type Relay struct {
 	cfg  RelayConfig
 	wake chan struct{}
@@ -71,11 +84,14 @@ func NewRelay(cfg RelayConfig) *Relay {
 }
 
 // durable reports whether status events of statusType go through the
-// outbox: the circuit and subscription ones (a discarded job's event is the
-// Forwarder's).
+// outbox when it is on: the circuit and subscription ones
+// (dispatch.CircuitUpdateParams.Outbox, SubscriptionDisableParams.Outbox)
+// and a discarded job's (dispatch.JobUpdateParams.Outbox) — every type
+// that becomes an operational event.
 func durable(statusType string) bool {
 	switch statusType {
-	case stream.TypeSubscriptionCircuitOpened, stream.TypeSubscriptionCircuitClosed, stream.TypeSubscriptionDisabled:
+	case stream.TypeSubscriptionCircuitOpened, stream.TypeSubscriptionCircuitClosed, stream.TypeSubscriptionDisabled,
+		stream.TypeDispatchDiscarded:
 		return true
 	}
 	return false
@@ -144,15 +160,25 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 	var errs []error
 	for i := range events {
 		e := &events[i]
-		ce, ok := toCloudEvent(nil, e)
+		var j *dispatch.Job
+		if e.Type == stream.TypeDispatchDiscarded {
+			if j, err = r.jobOf(ctx, e); err != nil {
+				// The job could not be read (the store is down): the
+				// event stays for the next pass.
+				errs = append(errs, err)
+				continue
+			}
+		}
+		ce, ok := toCloudEvent(j, e)
 		if !ok {
-			// Not an operational type: nothing to ingest, nothing to keep.
+			// Not an operational type, or the discard of a job of one (no
+			// news of the news): nothing to ingest, nothing to keep.
 			done = append(done, e.ID)
 			continue
 		}
 		batch := []cloudevent.Event{ce}
 		enrich(ctx, r.cfg.Subscriptions, r.cfg.Logger, batch)
-		_, err := r.cfg.Ingest.Ingest(ctx, &ingest.Request{Mode: ingest.ModeBatch, Events: batch})
+		_, err = r.cfg.Ingest.Ingest(ctx, &ingest.Request{Mode: ingest.ModeBatch, Events: batch})
 		var rule *ingest.Error
 		switch {
 		case err == nil:
@@ -173,4 +199,24 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		r.cfg.OnRelayFunc(len(done))
 	}
 	return len(events), errors.Join(errs...)
+}
+
+// jobOf returns the job a dispatch.discarded outbox event is about, for
+// toCloudEvent: as stored when RelayConfig.Jobs reads it, else (no reader,
+// or the job deleted since) as the status event describes it, without its
+// subscription id.
+func (r *Relay) jobOf(ctx context.Context, e *stream.Event) (*dispatch.Job, error) {
+	if r.cfg.Jobs != nil {
+		j, err := r.cfg.Jobs.JobGetByID(ctx, e.Subject)
+		if err == nil {
+			return j, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("read job %s of outbox event %s: %w", e.Subject, e.ID, err)
+		}
+	}
+	d := &e.Data
+	return &dispatch.Job{
+		ID: cmpOr(d.JobID, e.Subject), EventID: d.EventID, Code: d.EventType, Subscription: d.Subscription, MessageGroup: d.MessageGroup,
+	}, nil
 }

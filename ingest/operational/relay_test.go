@@ -128,16 +128,17 @@ func TestRelayRunDrainsAndWakes(t *testing.T) {
 	require.Equal(t, 2, f.count(t, operational.TypeCircuitOpened))
 }
 
-// A Durable Forwarder leaves the circuit and subscription events to the
-// relay and still ingests the discarded jobs' events.
-func TestDurableForwarderLeavesCircuitEventsToTheRelay(t *testing.T) {
+// A Durable Forwarder leaves every operational event to the relay: it
+// ingests nothing, the discarded jobs' events included (they go through the
+// outbox too). Its Run ingests what it holds before it returns, so after it
+// returned nothing more can come.
+func TestDurableForwarderLeavesEveryEventToTheRelay(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	fwd := operational.NewForwarder(operational.ForwarderConfig{Ingest: f.p.Ingest.Gateway(), Durable: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = fwd.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 
 	now := time.Now().UTC()
 	opened := stream.Event{
@@ -148,9 +149,89 @@ func TestDurableForwarderLeavesCircuitEventsToTheRelay(t *testing.T) {
 		ID: f.p.IDs.New(), Kind: dispatch.KindEvent, Code: "shop.order.created", EventID: "ev-1",
 		SubscriptionID: "sub-shop", Subscription: "shop", MessageGroup: "shop:o-1", Status: dispatch.StatusError,
 	}
-	// In one Observe, so in one batch: when the discarded event is stored,
-	// the opened one would be too.
 	fwd.Observe(j, []stream.Event{opened, j.StatusEvent(f.p.IDs.New(), stream.TypeDispatchDiscarded, now)})
-	f.event(t, operational.TypeDispatchDiscarded)
+	cancel()
+	<-done
 	require.Zero(t, f.count(t, operational.TypeCircuitOpened))
+	require.Zero(t, f.count(t, operational.TypeDispatchDiscarded))
+	require.Zero(t, fwd.Dropped())
+}
+
+// The relay renders a discarded job's outbox event as the Forwarder did,
+// without the in-memory job: the status event's data, and the stored job
+// for its subscription id. A job deleted since is rendered without it; the
+// discard of a job of an operational type is dropped from the outbox
+// unsent (no news of the news).
+func TestRelayIngestsDiscardedJobsFromTheOutbox(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	newJob := func(code, group string) *dispatch.Job {
+		return dispatch.NewTaskJob(&dispatch.TaskSpec{
+			ID: f.p.IDs.New(), Code: code, MessageGroup: group, Payload: []byte(`{}`),
+			Settings: dispatch.Settings{
+				SubscriptionID: "sub-shop", Subscription: "shop", Target: "http://127.0.0.1:9/hook",
+				Mode: dispatch.ModeImmediate, Delivery: dispatch.DeliveryPush, MaxAgeSeconds: 60,
+				Retry: dispatch.Retry{MaxAttempts: 3, InitialBackoffSeconds: 1, MaxBackoffSeconds: 1},
+			},
+		}, now)
+	}
+	discard := func(j *dispatch.Job, errText string) stream.Event {
+		t.Helper()
+		require.NoError(t, j.Transition(dispatch.StatusError, now.Add(time.Second)))
+		ev := j.StatusEvent(f.p.IDs.New(), stream.TypeDispatchDiscarded, now.Add(time.Second))
+		ev.Data.StatusCode, ev.Data.Error = 410, errText
+		require.NoError(t, f.p.Store.JobUpdate(ctx, &dispatch.JobUpdateParams{Job: j, Events: []stream.Event{ev}, Outbox: []stream.Event{ev}}))
+		return ev
+	}
+	shop := newJob("shop.order.created", "shop:o-1")
+	news := newJob(operational.TypeCircuitOpened, "")
+	require.NoError(t, f.p.Store.JobInsertMany(ctx, &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{shop, news}}))
+	shop.AttemptCount = 2
+	ev := discard(shop, "HTTP 410 from https://user:secret@127.0.0.1:9/hook")
+	discard(news, "max age passed before delivery")
+	// A job the retention deleted before its event was relayed.
+	gone := stream.Event{
+		ID: f.p.IDs.New(), Type: stream.TypeDispatchDiscarded, Time: now, Subject: "job-gone",
+		Data: stream.Data{JobID: "job-gone", EventType: "shop.order.paid", Subscription: "shop", Error: "max age passed before delivery"},
+	}
+	gj := newJob("shop.order.paid", "")
+	require.NoError(t, f.p.Store.JobInsertMany(ctx, &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{gj}}))
+	require.NoError(t, gj.Transition(dispatch.StatusError, now))
+	require.NoError(t, f.p.Store.JobUpdate(ctx, &dispatch.JobUpdateParams{Job: gj, Outbox: []stream.Event{gone}}))
+	require.Len(t, f.outbox(t), 3)
+
+	relay := operational.NewRelay(operational.RelayConfig{Outbox: f.p.Store, Ingest: f.p.Ingest.Gateway(), Subscriptions: f.p.Store, Jobs: f.p.Store})
+	n, err := relay.RelayOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.Empty(t, f.outbox(t), "ingested or dropped, all deleted")
+
+	pg, err := f.p.Store.EventList(ctx, &event.ListParams{Type: operational.TypeDispatchDiscarded, Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, pg.Events, 2, "the operational job's discard makes no news")
+	byID := map[string]*event.Event{}
+	for _, e := range pg.Events {
+		byID[e.Event.ID] = e
+	}
+	got := byID[ev.ID]
+	require.NotNil(t, got, "the outbox id is the event's id")
+	var data map[string]any
+	require.NoError(t, json.Unmarshal(got.Event.Data, &data))
+	require.Equal(t, map[string]any{
+		"jobId": shop.ID, "eventType": "shop.order.created", "subscriptionId": "sub-shop", "subscription": "shop",
+		"messageGroup": "shop:o-1", "attempt": float64(2), "statusCode": float64(410),
+		"error": "HTTP 410 from https://***@127.0.0.1:9/***", // masked as the Forwarder masks it
+	}, data)
+	require.Equal(t, "sub-shop", got.Event.Ext("subscriptionid"))
+	require.Equal(t, []string{"ops"}, f.subscriptionsOf(t, got))
+
+	got = byID[gone.ID]
+	require.NotNil(t, got)
+	data = nil
+	require.NoError(t, json.Unmarshal(got.Event.Data, &data))
+	require.Equal(t, map[string]any{
+		"jobId": "job-gone", "eventType": "shop.order.paid", "subscription": "shop", "error": "max age passed before delivery",
+	}, data, "rendered from the status event alone")
 }
