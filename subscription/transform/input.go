@@ -44,9 +44,29 @@ type jsonParser struct {
 	rt   *goja.Runtime
 	data []byte
 	i    int
+	// objectProto is Object.prototype, looked up once.
+	objectProto *goja.Object
 	// canonical is false once the text read differs, or may differ, from
 	// what JSON.stringify prints for the value built.
 	canonical bool
+}
+
+// put gives obj the own data property key, as JSON.parse does. A key that
+// Object.prototype lacks is simply set (for a fresh plain object the same
+// own, writable, enumerable, configurable property, at a third of
+// DefineDataProperty's cost); a key it has ("__proto__", "toString", …) is
+// defined, since setting it would reach the frozen prototype's property.
+func (p *jsonParser) put(obj *goja.Object, key string, v goja.Value) error {
+	if p.objectProto == nil {
+		p.objectProto = obj.Prototype()
+	}
+	if p.objectProto == nil || p.objectProto.Get(key) != nil {
+		return define(obj, key, v)
+	}
+	if err := obj.Set(key, v); err != nil {
+		return fmt.Errorf("input key %q: %w", truncate(key, 100), err)
+	}
+	return nil
 }
 
 func (p *jsonParser) fail(what string) error {
@@ -139,7 +159,7 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 		if err != nil {
 			return nil, err
 		}
-		if err := define(obj, key, v); err != nil {
+		if err := p.put(obj, key, v); err != nil {
 			return nil, err
 		}
 		p.space()

@@ -74,3 +74,20 @@ func TestRunPayloadChangedInPlace(t *testing.T) {
 		require.False(t, out.PayloadChanged, payload)
 	}
 }
+
+// A payload key that Object.prototype also has is an own data property of
+// the payload, as JSON.parse makes it: not the prototype's, not a change of
+// prototype, and kept in its place.
+func TestRunInputKeysOfObjectPrototype(t *testing.T) {
+	t.Parallel()
+	e := testEngine(Config{})
+	in := sampleInput()
+	in.Payload = []byte(`{"hasOwnProperty":1,"__proto__":{"a":1},"toString":"x","constructor":null,"plain":2}`)
+	out, err := run(t, e, `function handler(w) {
+		var p = w.payload, own = function (k) { return Object.prototype.hasOwnProperty.call(p, k) };
+		return {payload: [Object.keys(p), Object.getPrototypeOf(p) === Object.prototype,
+			own("hasOwnProperty") && own("__proto__") && own("toString") && own("constructor"), p.hasOwnProperty, p.toString, p.a === undefined]};
+	}`, in)
+	require.NoError(t, err)
+	require.JSONEq(t, `[["hasOwnProperty","__proto__","toString","constructor","plain"],true,true,1,"x",true]`, string(out.Payload))
+}
