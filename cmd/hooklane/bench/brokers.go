@@ -1,30 +1,30 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
-	gpubsub "cloud.google.com/go/pubsub/v2"                   //nolint:depguard // the destination phase starts the broker in process and reads back what the gateway published (issue 31)
-	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"         //nolint:depguard // (see above)
-	"cloud.google.com/go/pubsub/v2/pstest"                    //nolint:depguard // (see above)
-	"github.com/aws/aws-sdk-go-v2/aws"                        //nolint:depguard // the destination phase reads back what the gateway sent to the SQS emulator
-	"github.com/aws/aws-sdk-go-v2/credentials"                //nolint:depguard // (see above)
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"         //nolint:depguard // (see above)
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types" //nolint:depguard // (see above)
-	natsserver "github.com/nats-io/nats-server/v2/server"     //nolint:depguard // (see above, pubsub)
-	natsgo "github.com/nats-io/nats.go"                       //nolint:depguard // (see above, pubsub)
-	"github.com/nats-io/nats.go/jetstream"                    //nolint:depguard // (see above, pubsub)
-	amqp "github.com/rabbitmq/amqp091-go"                     //nolint:depguard // (see above, pubsub)
-	"github.com/twmb/franz-go/pkg/kfake"                      //nolint:depguard // (see above, pubsub)
-	"github.com/twmb/franz-go/pkg/kgo"                        //nolint:depguard // (see above, pubsub)
+	gpubsub "cloud.google.com/go/pubsub/v2"               //nolint:depguard // the destination phase starts the broker in process and reads back what the gateway published (issue 31)
+	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"     //nolint:depguard // (see above)
+	"cloud.google.com/go/pubsub/v2/pstest"                //nolint:depguard // (see above)
+	natsserver "github.com/nats-io/nats-server/v2/server" //nolint:depguard // (see above, pubsub)
+	natsgo "github.com/nats-io/nats.go"                   //nolint:depguard // (see above, pubsub)
+	"github.com/nats-io/nats.go/jetstream"                //nolint:depguard // (see above, pubsub)
+	amqp "github.com/rabbitmq/amqp091-go"                 //nolint:depguard // (see above, pubsub)
+	"github.com/twmb/franz-go/pkg/kfake"                  //nolint:depguard // (see above, pubsub)
+	"github.com/twmb/franz-go/pkg/kgo"                    //nolint:depguard // (see above, pubsub)
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -212,38 +212,44 @@ func (b *benchBroker) startPubSub(ctx context.Context, topic string, arrive func
 
 // startSQS creates a standard queue on the SQS endpoint (the local stack's
 // emulator) and a consumer that receives and deletes its messages; the
-// queue is deleted at the end.
+// queue is deleted at the end. It speaks SQS's JSON protocol unsigned
+// (the AWS SDK is destination/sqs's alone, scripts/check-imports.sh): an
+// emulator's endpoint only.
 func (b *benchBroker) startSQS(ctx context.Context, endpoint, name string, arrive func([]byte)) error {
 	if endpoint == "" {
 		return errors.New("bench --destination sqs needs an SQS endpoint: --destination-sqs-endpoint or HOOKLANE_TEST_SQS_ENDPOINT (the local stack's: eval \"$(bash localstack/stack.sh env)\")")
 	}
-	c := awssqs.New(awssqs.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-	})
-	q, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name)})
-	if err != nil {
-		return fmt.Errorf("create queue: %w", err)
+	c := &sqsEmulator{endpoint: endpoint, http: &http.Client{Timeout: 30 * time.Second}}
+	var created struct {
+		QueueURL string `json:"QueueUrl"` //nolint:tagliatelle // SQS's own field name
 	}
-	url := aws.ToString(q.QueueUrl)
+	if err := c.call(ctx, "CreateQueue", map[string]any{"QueueName": name}, &created); err != nil {
+		return err
+	}
+	url := created.QueueURL
 	b.stops = append(b.stops, func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		_, _ = c.DeleteQueue(dctx, &awssqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+		_ = c.call(dctx, "DeleteQueue", map[string]any{"QueueUrl": url}, nil)
 	})
 	receive := func(ctx context.Context) {
 		for ctx.Err() == nil {
-			out, err := c.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-			if err != nil {
+			var out struct {
+				Messages []struct {
+					Body          string `json:"Body"`          //nolint:tagliatelle // SQS's own field name
+					ReceiptHandle string `json:"ReceiptHandle"` //nolint:tagliatelle // SQS's own field name
+				} `json:"Messages"` //nolint:tagliatelle // SQS's own field name
+			}
+			if err := c.call(ctx, "ReceiveMessage", map[string]any{"QueueUrl": url, "MaxNumberOfMessages": 10, "WaitTimeSeconds": 1}, &out); err != nil {
 				continue
 			}
-			var del []sqstypes.DeleteMessageBatchRequestEntry
+			var del []map[string]string
 			for i, m := range out.Messages {
-				arrive([]byte(aws.ToString(m.Body)))
-				del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+				arrive([]byte(m.Body))
+				del = append(del, map[string]string{"Id": strconv.Itoa(i), "ReceiptHandle": m.ReceiptHandle})
 			}
 			if len(del) > 0 {
-				_, _ = c.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: del})
+				_ = c.call(ctx, "DeleteMessageBatch", map[string]any{"QueueUrl": url, "Entries": del}, nil)
 			}
 		}
 	}
@@ -254,6 +260,45 @@ func (b *benchBroker) startSQS(ctx context.Context, endpoint, name string, arriv
 	b.raw = mustJSON(map[string]any{
 		"type": "sqs", "queueUrl": url, "region": "us-east-1", "endpoint": endpoint, "accessKeyId": "test", "secretAccessKey": "test",
 	})
+	return nil
+}
+
+// sqsEmulator calls an SQS emulator's JSON protocol, unsigned.
+type sqsEmulator struct {
+	endpoint string
+	http     *http.Client
+}
+
+// call sends action with in and decodes the answer into out (unless nil).
+func (c *sqsEmulator) call(ctx context.Context, action string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("sqs %s: %w", action, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.endpoint, "/")+"/", bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("sqs %s: %w", action, err)
+	}
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	req.Header.Set("X-Amz-Target", "AmazonSQS."+action)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("sqs %s: %w", action, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("sqs %s: %w", action, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("sqs %s: answered %d: %s", action, resp.StatusCode, raw)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("sqs %s: %w", action, err)
+	}
 	return nil
 }
 
