@@ -328,7 +328,7 @@ func (s *Store) OutboxDelete(ctx context.Context, ids []string) error {
 			return fmt.Errorf("delete outbox events of %s: %w", c.Name(), err)
 		}
 	}
-	if err := s.jobOutboxDelete(ctx, ids, drop); err != nil {
+	if err := s.jobOutboxDelete(ctx, drop); err != nil {
 		return fmt.Errorf("delete outbox events of %s: %w", s.jobs.Name(), err)
 	}
 	return nil

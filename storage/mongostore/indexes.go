@@ -48,8 +48,8 @@ func indexes() map[string][]mongo.IndexModel {
 			named("subscriptionId_messageGroup_orderKey", asc("subscriptionId", "messageGroup", "orderKey")),
 			named("eventId", asc("eventId")),
 			named("createdAt", asc("createdAt")),
-			named("subscriptionId_status", asc("subscriptionId", "status")), // replay's backlog count
-			named("operationalOutboxAt", asc("operationalOutboxAt")),        // the relay's outbox list (missing on almost every job)
+			named("subscriptionId_status", asc("subscriptionId", "status")),    // replay's backlog count
+			named("operationalOutboxPending", asc("operationalOutboxPending")), // the relay's outbox list (missing on almost every job)
 		},
 		collReplays: {
 			named("subscriptionId_id", asc("subscriptionId", "_id")),

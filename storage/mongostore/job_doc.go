@@ -54,10 +54,14 @@ type jobDoc struct {
 	// Outbox are the operational outbox events of the job's writes not yet
 	// relayed (dispatch.JobUpdateParams.Outbox: its dispatch.discarded
 	// event), kept in the job's document so that the one replace of the
-	// update stores them; OutboxAt, set while it holds any, is the indexed
-	// field OutboxList finds them by.
-	Outbox   []statusEventDoc `bson:"operationalOutbox,omitempty"`
-	OutboxAt *time.Time       `bson:"operationalOutboxAt,omitempty"`
+	// update stores them. While it holds any, OutboxPending is
+	// outboxPendingValue (the indexed field OutboxList finds them by, with
+	// a string equality, which FerretDB v1 pushes down — a boolean one it
+	// does not) and OutboxAt is when the outbox started (their order, and
+	// the mark a later write's filter checks).
+	Outbox        []statusEventDoc `bson:"operationalOutbox,omitempty"`
+	OutboxPending string           `bson:"operationalOutboxPending,omitempty"`
+	OutboxAt      *time.Time       `bson:"operationalOutboxAt,omitempty"`
 }
 
 // retryDoc is a dispatch.Retry as stored.

@@ -11,10 +11,14 @@ import (
 	"github.com/hooklane/hooklane/store"
 )
 
-// outboxAtField is the member of a job document set while it holds
-// operational outbox events (jobDoc.OutboxAt), indexed: the relay finds
-// the jobs holding some by it.
-const outboxAtField = "operationalOutboxAt"
+// The members of a job document set while it holds operational outbox
+// events: outboxPendingField (true, indexed: the relay finds the jobs
+// holding some by it) and outboxAtField (when the outbox started).
+const (
+	outboxPendingField = "operationalOutboxPending"
+	outboxPendingValue = "pending"
+	outboxAtField      = "operationalOutboxAt"
+)
 
 // jobOutboxHolder is the outbox of a job document, with its version.
 type jobOutboxHolder struct {
@@ -24,10 +28,13 @@ type jobOutboxHolder struct {
 	OutboxAt *time.Time       `bson:"operationalOutboxAt"`
 }
 
-// jobHasOutbox matches the job documents holding outbox events: an indexed
-// range that leaves out the jobs whose OutboxAt is missing.
+// jobHasOutbox matches the job documents holding outbox events: a string
+// equality on an indexed field missing on every other job. (A range on
+// OutboxAt, or a boolean equality, scanned and decoded every job on
+// FerretDB v1: 5 to 8 s over 10,000 jobs, against about 2 ms for a string
+// equality.)
 func jobHasOutbox() bson.D {
-	return bson.D{{Key: outboxAtField, Value: bson.D{{Key: "$gte", Value: time.UnixMilli(0).UTC()}}}}
+	return bson.D{{Key: outboxPendingField, Value: outboxPendingValue}}
 }
 
 // replaceJob replaces job id with doc when its version is expected, the
@@ -114,9 +121,10 @@ func (s *Store) jobOutbox(ctx context.Context, id string) (*jobOutboxHolder, err
 func withOutbox(doc *jobDoc, stored, own []statusEventDoc, now time.Time) {
 	doc.Outbox = append(append([]statusEventDoc(nil), stored...), own...)
 	if len(doc.Outbox) == 0 {
-		doc.Outbox, doc.OutboxAt = nil, nil
+		doc.Outbox, doc.OutboxPending, doc.OutboxAt = nil, "", nil
 		return
 	}
+	doc.OutboxPending = outboxPendingValue
 	if doc.OutboxAt == nil {
 		at := ms(now)
 		doc.OutboxAt = &at
@@ -127,10 +135,9 @@ func withOutbox(doc *jobDoc, stored, own []statusEventDoc, now time.Time) {
 // holding them: each one's outbox is rewritten without them, filtered on
 // the version and OutboxAt it was read at, so a job write in between is
 // never undone (it is read and tried again).
-func (s *Store) jobOutboxDelete(ctx context.Context, ids []string, drop map[string]bool) error {
-	filter := append(jobHasOutbox(), bson.E{Key: outboxField + "._id", Value: bson.D{{Key: "$in", Value: ids}}})
+func (s *Store) jobOutboxDelete(ctx context.Context, drop map[string]bool) error {
 	for range outboxRetries {
-		docs, err := findAll[jobOutboxHolder](ctx, s.jobs, filter, options.Find().SetProjection(bson.D{
+		docs, err := findAll[jobOutboxHolder](ctx, s.jobs, jobHasOutbox(), options.Find().SetProjection(bson.D{
 			{Key: "version", Value: 1}, {Key: outboxField, Value: 1}, {Key: outboxAtField, Value: 1},
 		}))
 		if err != nil {
@@ -148,7 +155,7 @@ func (s *Store) jobOutboxDelete(ctx context.Context, ids []string, drop map[stri
 			if len(keep) == len(d.Outbox) {
 				continue
 			}
-			set := bson.D{{Key: "$unset", Value: bson.D{{Key: outboxField, Value: ""}, {Key: outboxAtField, Value: ""}}}}
+			set := bson.D{{Key: "$unset", Value: bson.D{{Key: outboxField, Value: ""}, {Key: outboxPendingField, Value: ""}, {Key: outboxAtField, Value: ""}}}}
 			if len(keep) > 0 {
 				set = bson.D{{Key: "$set", Value: bson.D{{Key: outboxField, Value: keep}}}}
 			}
