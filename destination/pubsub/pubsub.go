@@ -179,8 +179,17 @@ func (Type) Open(ctx context.Context, cfg destination.Config, o *destination.Ope
 	pub.EnableMessageOrdering = true
 	// Bounds a message an attempt gave up on (and Close's flush).
 	pub.PublishSettings.Timeout = publishTimeout
+	// Every attempt waits for its publish result, so the batching delay is
+	// latency on each delivery: 1 ms instead of the client's 10 ms still
+	// batches concurrent attempts (8 publishers on pstest: 530 → 1,180
+	// publishes/s).
+	pub.PublishSettings.DelayThreshold = publishDelay
 	return &publisher{client: client, pub: pub, topic: c.Topic}, nil
 }
+
+// publishDelay is how long a publish waits for others to share its
+// batch.
+const publishDelay = time.Millisecond
 
 // publisher publishes to one topic.
 type publisher struct {
