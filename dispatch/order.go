@@ -96,8 +96,18 @@ func (lc *Lifecycle) Claimable(ctx context.Context, j *Job) (bool, error) {
 // the queue again.
 func (lc *Lifecycle) HoldForOrder(ctx context.Context, j *Job) (held bool, err error) {
 	b, err := lc.blocker(ctx, j, false)
-	if err != nil || b == nil {
+	if err != nil {
 		return false, err
+	}
+	return lc.HoldForOrderBehind(ctx, j, b)
+}
+
+// HoldForOrderBehind is HoldForOrder for a caller that has just read j's
+// group head with GroupHead: b is that head (nil: none holds j back), so
+// the group is not read a second time.
+func (lc *Lifecycle) HoldForOrderBehind(ctx context.Context, j, b *Job) (held bool, err error) {
+	if b == nil {
+		return false, nil
 	}
 	lc.resendLostHead(ctx, b)
 	now := lc.now()

@@ -77,10 +77,16 @@ func (c receiveCounter) Receive(ctx context.Context, p queue.ReceiveParams) ([]q
 	return msgs, err
 }
 
-// readCounter wraps the store and counts point reads of jobs and events.
+// readCounter wraps the store and counts point reads of jobs and events,
+// and reads of a message group's jobs.
 type readCounter struct {
 	*sqlitestore.Store
-	jobs, events atomic.Int64
+	jobs, events, groups atomic.Int64
+}
+
+func (c *readCounter) JobListGroup(ctx context.Context, p *dispatch.JobListGroupParams) ([]*dispatch.Job, error) {
+	c.groups.Add(1)
+	return c.Store.JobListGroup(ctx, p)
 }
 
 func (c *readCounter) JobGetByID(ctx context.Context, id string) (*dispatch.Job, error) {

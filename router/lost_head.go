@@ -49,22 +49,32 @@ type inPlaceKey struct{}
 // message went round the queue again (park, pending poller, send) each time
 // the head's message was behind them or lost. It is not nested: within an
 // in-place delivery the order gate alone applies.
-func (r *Router) deliverHeadsInPlace(ctx, runCtx context.Context, job *dispatch.Job) {
+//
+// It returns the group head it read last when that is still job's head
+// (nil: none holds job back), with known set, so the order gate does not
+// read the group again; known is false when it read no head it can vouch
+// for (not ordered, nested, shutting down, a read failed, or the bound hit).
+func (r *Router) deliverHeadsInPlace(ctx, runCtx context.Context, job *dispatch.Job) (head *dispatch.Job, known bool) {
 	if job.MessageGroup == "" || !job.Mode.Ordered() || ctx.Value(inPlaceKey{}) != nil {
-		return
+		return nil, false
 	}
 	for range inPlaceMax {
 		if runCtx.Err() != nil {
-			return
+			return nil, false
 		}
 		head, err := r.cfg.Lifecycle.GroupHead(ctx, job)
-		if err != nil || head == nil || !dispatch.LostHeadSuspect(head) {
-			return
+		if err != nil {
+			return nil, false
+		}
+		if head == nil || !dispatch.LostHeadSuspect(head) {
+			return head, true
 		}
 		if !r.deliverInPlace(ctx, runCtx, head) {
-			return
+			// It did not move: it is still the head.
+			return head, true
 		}
 	}
+	return nil, false
 }
 
 // deliverInPlace runs head through process in another message's slot and

@@ -80,6 +80,7 @@ type Subscriptions interface {
 // (*dispatch.Lifecycle): the verbs that move a job it received.
 type Lifecycle interface {
 	HoldForOrder(ctx context.Context, j *dispatch.Job) (bool, error)
+	HoldForOrderBehind(ctx context.Context, j, head *dispatch.Job) (bool, error)
 	GroupHead(ctx context.Context, j *dispatch.Job) (*dispatch.Job, error)
 	Unmoved(ctx context.Context, j *dispatch.Job) bool
 	HoldForCircuit(ctx context.Context, j *dispatch.Job, lease time.Duration) (bool, error)
@@ -572,8 +573,15 @@ func (r *Router) process(ctx, runCtx context.Context, msg dispatch.MessageConten
 			return dropIf(err == nil), err
 		}
 	}
-	r.deliverHeadsInPlace(ctx, runCtx, job)
-	held, err := r.cfg.Lifecycle.HoldForOrder(ctx, job)
+	var (
+		held bool
+		err  error
+	)
+	if head, known := r.deliverHeadsInPlace(ctx, runCtx, job); known {
+		held, err = r.cfg.Lifecycle.HoldForOrderBehind(ctx, job, head)
+	} else {
+		held, err = r.cfg.Lifecycle.HoldForOrder(ctx, job)
+	}
 	if err != nil || held {
 		return dropIf(err == nil), err
 	}
