@@ -54,6 +54,17 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			return 1
 		}
 		return 0
+	case "brokers":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := brokers(ctx, args[1:], stdout, stderr); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			fmt.Fprintf(stderr, "hooklane: %v\n", err)
+			return 1
+		}
+		return 0
 	case "bench":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -86,6 +97,7 @@ func usage(w io.Writer) {
 commands:
   serve        run the gateway (see hooklane serve -h for every setting)
   receive      run a development webhook receiver that prints deliveries
+  brokers      run development Kafka, NATS and Pub/Sub brokers that print what they get
   bench        measure throughput, latency and cost on this machine (hooklane bench -h)
   version      print the version
   config-doc   print the configuration reference (the README's table)

@@ -9,25 +9,15 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	gpubsub "cloud.google.com/go/pubsub/v2"               //nolint:depguard // the destination phase starts the broker in process and reads back what the gateway published (issue 31)
-	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"     //nolint:depguard // (see above)
-	"cloud.google.com/go/pubsub/v2/pstest"                //nolint:depguard // (see above)
-	natsserver "github.com/nats-io/nats-server/v2/server" //nolint:depguard // (see above, pubsub)
-	natsgo "github.com/nats-io/nats.go"                   //nolint:depguard // (see above, pubsub)
-	"github.com/nats-io/nats.go/jetstream"                //nolint:depguard // (see above, pubsub)
-	amqp "github.com/rabbitmq/amqp091-go"                 //nolint:depguard // (see above, pubsub)
-	"github.com/twmb/franz-go/pkg/kfake"                  //nolint:depguard // (see above, pubsub)
-	"github.com/twmb/franz-go/pkg/kgo"                    //nolint:depguard // (see above, pubsub)
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	amqp "github.com/rabbitmq/amqp091-go" //nolint:depguard // the destination phase reads back what the gateway published to the local stack's RabbitMQ (issue 31)
+
+	"github.com/hooklane/hooklane/destination/devbroker"
 )
 
 // Destination types the destination phase measures.
@@ -71,12 +61,8 @@ func startBroker(ctx context.Context, cfg *Config, typ, name string, arrive func
 	b := &benchBroker{inProcess: true}
 	var err error
 	switch typ {
-	case DestinationKafka:
-		err = b.startKafka(ctx, name, arrive)
-	case DestinationNATS:
-		err = b.startNATS(ctx, name, arrive)
-	case DestinationPubSub:
-		err = b.startPubSub(ctx, name, arrive)
+	case DestinationKafka, DestinationNATS, DestinationPubSub:
+		err = b.startInProcess(ctx, typ, name, arrive)
 	case DestinationSQS:
 		b.inProcess = false
 		err = b.startSQS(ctx, cfg.SQSEndpoint, name, arrive)
@@ -105,116 +91,17 @@ func (b *benchBroker) consume(ctx context.Context, loop func(ctx context.Context
 	})
 }
 
-// startKafka starts franz-go's in-process cluster (kfake, one broker, the
-// topic of three partitions) and a consumer of the topic.
-func (b *benchBroker) startKafka(ctx context.Context, topic string, arrive func([]byte)) error {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
-	if err != nil {
-		return fmt.Errorf("start kfake: %w", err)
-	}
-	b.stops = append(b.stops, c.Close)
-	seed := c.ListenAddrs()[0]
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		return fmt.Errorf("kafka consumer: %w", err)
-	}
-	b.stops = append(b.stops, cl.Close)
-	b.consume(ctx, func(ctx context.Context) {
-		for ctx.Err() == nil {
-			fs := cl.PollFetches(ctx)
-			fs.EachRecord(func(r *kgo.Record) { arrive(r.Value) })
-		}
-	})
-	b.raw = mustJSON(map[string]any{"type": "kafka", "brokers": []string{seed}, "topic": topic})
-	return nil
-}
-
-// startNATS starts an in-process nats-server with JetStream (file
-// storage in a temp dir), a stream of the subject and a core subscriber
-// of the subject.
-func (b *benchBroker) startNATS(ctx context.Context, subject string, arrive func([]byte)) error {
-	dir, err := os.MkdirTemp("", "hooklane-bench-nats-")
-	if err != nil {
-		return fmt.Errorf("nats store dir: %w", err)
-	}
-	b.stops = append(b.stops, func() { _ = os.RemoveAll(dir) })
-	s, err := natsserver.NewServer(&natsserver.Options{
-		Host: "127.0.0.1", Port: natsserver.RANDOM_PORT, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true,
+// startInProcess starts the devbroker of typ (kafka, nats, pubsub) with
+// its topic, stream or subscription named name.
+func (b *benchBroker) startInProcess(ctx context.Context, typ, name string, arrive func([]byte)) error {
+	br, err := devbroker.Start(ctx, &devbroker.Config{
+		Type: typ, Name: name, OnMessageFunc: func(m *devbroker.Message) { arrive(m.Body) },
 	})
 	if err != nil {
-		return fmt.Errorf("start nats-server: %w", err)
+		return fmt.Errorf("start %s: %w", typ, err)
 	}
-	go s.Start()
-	b.stops = append(b.stops, func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	if !s.ReadyForConnections(10 * time.Second) {
-		return errors.New("start nats-server: not ready within 10s")
-	}
-	nc, err := natsgo.Connect(s.ClientURL(), natsgo.Timeout(5*time.Second))
-	if err != nil {
-		return fmt.Errorf("connect nats: %w", err)
-	}
-	b.stops = append(b.stops, nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("jetstream: %w", err)
-	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BENCH", Subjects: []string{subject}, Storage: jetstream.FileStorage}); err != nil {
-		return fmt.Errorf("create stream: %w", err)
-	}
-	sub, err := nc.Subscribe(subject, func(m *natsgo.Msg) { arrive(m.Data) })
-	if err != nil {
-		return fmt.Errorf("subscribe: %w", err)
-	}
-	if err := sub.SetPendingLimits(-1, -1); err != nil {
-		return fmt.Errorf("subscribe: %w", err)
-	}
-	if err := nc.Flush(); err != nil {
-		return fmt.Errorf("subscribe: %w", err)
-	}
-	b.raw = mustJSON(map[string]any{"type": "nats", "url": s.ClientURL(), "subject": subject})
-	return nil
-}
-
-// pubsubProject is the destination phase's Pub/Sub project.
-const pubsubProject = "hooklane-bench"
-
-// pubsubStreams is how many streaming pulls the phase's consumer opens.
-const pubsubStreams = 16
-
-// startPubSub starts Pub/Sub's in-process fake (pstest), a topic and a
-// subscription of it, and a receiver that acks every message.
-func (b *benchBroker) startPubSub(ctx context.Context, topic string, arrive func([]byte)) error {
-	srv := pstest.NewServerWithAddress("127.0.0.1:0")
-	b.stops = append(b.stops, func() { _ = srv.Close() })
-	c, err := gpubsub.NewClient(ctx, pubsubProject, option.WithEndpoint(srv.Addr), option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
-	if err != nil {
-		return fmt.Errorf("pubsub client: %w", err)
-	}
-	b.stops = append(b.stops, func() { _ = c.Close() })
-	topicName := "projects/" + pubsubProject + "/topics/" + topic
-	if _, err := c.TopicAdminClient.CreateTopic(ctx, &pb.Topic{Name: topicName}); err != nil {
-		return fmt.Errorf("create topic: %w", err)
-	}
-	subName := "projects/" + pubsubProject + "/subscriptions/" + topic
-	if _, err := c.SubscriptionAdminClient.CreateSubscription(ctx, &pb.Subscription{Name: subName, Topic: topicName, AckDeadlineSeconds: 60}); err != nil {
-		return fmt.Errorf("create subscription: %w", err)
-	}
-	// pstest hands each streaming pull one message per 10 ms tick: with
-	// the client's one stream the consumer, not the gateway, was the
-	// bottleneck (≈ 80 messages/s). Sixteen streams read ≈ 1,600/s.
-	sub := c.Subscriber(subName)
-	sub.ReceiveSettings.NumGoroutines = pubsubStreams
-	b.consume(ctx, func(ctx context.Context) {
-		_ = sub.Receive(ctx, func(_ context.Context, m *gpubsub.Message) {
-			m.Ack()
-			arrive(m.Data)
-		})
-	})
-	b.raw = mustJSON(map[string]any{"type": "pubsub", "project": pubsubProject, "topic": topic, "endpoint": srv.Addr})
+	b.stops = append(b.stops, br.Close)
+	b.raw = br.Destination
 	return nil
 }
 
