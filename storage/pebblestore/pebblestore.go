@@ -63,6 +63,14 @@ const MaxBatch = 256
 // bloomBitsPerKey sizes the tables' bloom filters.
 const bloomBitsPerKey = 10
 
+// CacheSizeDefault is the block cache's size unless Config.CacheSize says
+// otherwise. Every write looks up keys it is about to write (a status
+// event id, a dedup key, a job): with Pebble's own default of 8 MiB the
+// tables' index and filter blocks fell out of the cache and those
+// lookups read them from disk — 13 % of the gateway's CPU at 1,000
+// events/s open loop, 2 % with 64 MiB (BENCHMARKS.md, issue 30).
+const CacheSizeDefault = 64 << 20
+
 // syncQueue is how many applied batches may wait for their fsync while the
 // writer builds the next one.
 const syncQueue = 4
@@ -86,6 +94,9 @@ type Config struct {
 	// reads them. Nil stores them in plain text and fails to read a
 	// sealed one.
 	Box *secretbox.Box
+	// CacheSize is the block cache's size in bytes; 0 is
+	// CacheSizeDefault.
+	CacheSize int64
 }
 
 // Store is the Pebble data plane. It is safe for concurrent use. Create it
@@ -143,7 +154,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.NoSync {
 		e.sync = pebble.NoSync
 	}
-	opts := &pebble.Options{Logger: pebbleLogger{logger: logger}}
+	opts := &pebble.Options{Logger: pebbleLogger{logger: logger}, CacheSize: cmp.Or(cfg.CacheSize, CacheSizeDefault)}
 	// Every write looks keys up before it writes them (a dedup key, a job,
 	// a status event id), most of them missing: a bloom filter per table
 	// (10 bits a key, ~1 % false positives, inherited by every level)
