@@ -71,17 +71,7 @@ func TestDestinationPubSubEndToEnd(t *testing.T) {
 
 	groups := []string{"order-a", "order-b"}
 	const perGroup = 6
-	jobIDs := map[string]bool{}
-	for i := range perGroup * len(groups) {
-		g := groups[i%len(groups)]
-		status, _, ev := gw.do(t, "POST", "/api/events", "application/cloudevents+json", fmt.Sprintf(
-			`{"specversion":"1.0","id":"e-%d","source":"/shop","type":"shop.order.created","messagegroup":%q,"data":{"n":%d}}`, i, g, i), nil)
-		require.Equal(t, http.StatusCreated, status, "%v", ev)
-		for _, j := range ev["dispatchJobs"].([]any) {
-			jobIDs[j.(map[string]any)["id"].(string)] = true
-		}
-	}
-	require.Len(t, jobIDs, perGroup*len(groups))
+	jobIDs := postGroupedEvents(t, gw, groups, perGroup)
 
 	last := map[string]int{}
 	count := map[string]int{}
@@ -136,4 +126,23 @@ func TestDestinationPubSubEndToEnd(t *testing.T) {
 		require.Equal(t, http.StatusOK, status, "%v", page)
 		require.Len(t, page["items"], want, kind)
 	}
+}
+
+// postGroupedEvents posts perGroup shop.order.created events to each of
+// groups, interleaved (event i in groups[i%len(groups)], its data {"n": i}),
+// each answered 201 with one dispatch job, and returns the jobs' ids.
+func postGroupedEvents(t *testing.T, gw *gateway, groups []string, perGroup int) map[string]bool {
+	t.Helper()
+	jobIDs := map[string]bool{}
+	for i := range perGroup * len(groups) {
+		g := groups[i%len(groups)]
+		status, _, ev := gw.do(t, "POST", "/api/events", "application/cloudevents+json", fmt.Sprintf(
+			`{"specversion":"1.0","id":"e-%d","source":"/shop","type":"shop.order.created","messagegroup":%q,"data":{"n":%d}}`, i, g, i), nil)
+		require.Equal(t, http.StatusCreated, status, "%v", ev)
+		for _, j := range ev["dispatchJobs"].([]any) {
+			jobIDs[j.(map[string]any)["id"].(string)] = true
+		}
+	}
+	require.Len(t, jobIDs, perGroup*len(groups))
+	return jobIDs
 }

@@ -50,17 +50,7 @@ func TestDestinationSQSEndToEnd(t *testing.T) {
 
 	groups := []string{"order-a", "order-b"}
 	const perGroup = 5
-	jobIDs := map[string]bool{}
-	for i := range perGroup * len(groups) {
-		g := groups[i%len(groups)]
-		status, _, ev := gw.do(t, "POST", "/api/events", "application/cloudevents+json", fmt.Sprintf(
-			`{"specversion":"1.0","id":"e-%d","source":"/shop","type":"shop.order.created","messagegroup":%q,"data":{"n":%d}}`, i, g, i), nil)
-		require.Equal(t, http.StatusCreated, status, "%v", ev)
-		for _, j := range ev["dispatchJobs"].([]any) {
-			jobIDs[j.(map[string]any)["id"].(string)] = true
-		}
-	}
-	require.Len(t, jobIDs, perGroup*len(groups))
+	jobIDs := postGroupedEvents(t, gw, groups, perGroup)
 
 	last := map[string]int{}
 	count := map[string]int{}
