@@ -257,8 +257,13 @@ func (s *Store) markFannedOut(ctx context.Context, ids []any, at time.Time) erro
 	if s.writeGuards {
 		// FerretDB pushes down only {_id: value} filters; an $in scans the
 		// whole collection. One update per id stays O(1) each.
-		for _, id := range ids {
-			if _, err := s.events.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
+		// MongoDB takes the first; the others are FerretDB's.
+		for i, id := range ids {
+			uctx := ctx
+			if i > 0 {
+				uctx = withCommandTag(ctx, tagFerretDB)
+			}
+			if _, err := s.events.UpdateOne(uctx, bson.D{{Key: "_id", Value: id}},
 				bson.D{{Key: "$set", Value: bson.D{{Key: "fannedOutAt", Value: at}}}}); err != nil {
 				return fmt.Errorf("set fannedOutAt of %v: %w", id, translate(ctx, err))
 			}

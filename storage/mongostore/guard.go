@@ -69,7 +69,7 @@ func (s *Store) replaceVersioned(ctx context.Context, c *mongo.Collection, id, v
 // an update.
 func (s *Store) replaceIfVersionByID(ctx context.Context, c *mongo.Collection, id, versionField string, expected int64, doc any) error {
 	var cur bson.M
-	err := c.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&cur)
+	err := c.FindOne(withCommandTag(ctx, tagGuard), bson.D{{Key: "_id", Value: id}}).Decode(&cur)
 	if err != nil {
 		return translate(ctx, err)
 	}
@@ -124,6 +124,7 @@ func (s *Store) isFerretDB(ctx context.Context) (bool, error) {
 
 // acquireGuard inserts the guard key; false when a live writer holds it.
 func (s *Store) acquireGuard(ctx context.Context, key string) (bool, error) {
+	ctx = withCommandTag(ctx, tagGuard)
 	now := ms(s.nowFunc())
 	for range 2 {
 		_, err := s.guards.InsertOne(ctx, guardDoc{ID: key, CreatedAt: now})
@@ -153,7 +154,7 @@ func (s *Store) acquireGuard(ctx context.Context, key string) (bool, error) {
 // releaseGuard deletes a guard, also when ctx is cancelled: a guard left
 // behind blocks its version step until it is stale.
 func (s *Store) releaseGuard(ctx context.Context, key string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), guardReleaseTimeout)
+	ctx, cancel := context.WithTimeout(withCommandTag(context.WithoutCancel(ctx), tagGuard), guardReleaseTimeout)
 	defer cancel()
 	if _, err := s.guards.DeleteOne(ctx, bson.D{{Key: "_id", Value: key}}); err != nil {
 		s.logger.WarnContext(ctx, "release write guard", "guard", key, "error", err)

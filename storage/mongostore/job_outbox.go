@@ -57,7 +57,7 @@ func (s *Store) replaceJob(ctx context.Context, id string, expected int64, doc *
 			return s.missingOr(ctx, s.jobs, id, store.ErrStale)
 		}
 		defer s.releaseGuard(ctx, key)
-		cur, err := s.jobOutbox(ctx, id)
+		cur, err := s.jobOutbox(withCommandTag(ctx, tagGuard), id)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hooklane/hooklane/dispatch"
 	"github.com/hooklane/hooklane/storage/mongostore"
 	"github.com/hooklane/hooklane/store"
 )
@@ -41,4 +42,20 @@ func TestOnCommandFuncCountsEveryCommand(t *testing.T) {
 	_, err := s.PoolGetByCode(t.Context(), "no-such-pool")
 	require.ErrorIs(t, err, store.ErrNotFound)
 	require.Equal(t, map[string]int{"find": 1}, counter.take())
+}
+
+func TestOnCommandFuncNamesGuardCommandsApart(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	counter := &commandCounter{n: map[string]int{}}
+	s := b.env.open(t, b.env.newDatabase(t), func(cfg *mongostore.Config) { cfg.OnCommandFunc = counter.add })
+	job := b.newJob("")
+	require.NoError(t, s.JobInsertMany(b.ctx, &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{job}}))
+
+	s.SetWriteGuards(true)
+	counter.take()
+	job.Worker = "w-1"
+	require.NoError(t, s.JobUpdate(b.ctx, &dispatch.JobUpdateParams{Job: job}))
+	require.Equal(t, map[string]int{"guard:insert": 1, "guard:find": 1, "update": 1, "guard:delete": 1}, counter.take(),
+		"the guard's insert, version read and delete are named apart; the replace is the command MongoDB is sent too")
 }

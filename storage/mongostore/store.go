@@ -72,7 +72,12 @@ type Config struct {
 	// OnCommandFunc, when set, is called with the name of every command
 	// the driver sends (find, insert, update, findAndModify, getMore, …),
 	// from the driver's command monitoring, to count round trips. It must
-	// be fast and safe for concurrent use.
+	// be fast and safe for concurrent use. The commands that only FerretDB
+	// is sent are named apart, so a count can subtract them: a write
+	// guard's (taking it, the version read under it, releasing it:
+	// "guard:insert", "guard:find", "guard:delete"; see replaceVersioned)
+	// and the per-document updates FerretDB gets where MongoDB gets one
+	// command for many ("ferretdb:update").
 	OnCommandFunc func(name string)
 	// Box seals the secrets the store writes (subscriptions' signing
 	// secrets, auth secrets and TLS client keys; jobs' signing secrets,
@@ -138,8 +143,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		ApplyURI(cfg.URI)
 	if cfg.OnCommandFunc != nil {
 		onCommand := cfg.OnCommandFunc
-		opts.SetMonitor(&event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
-			onCommand(e.CommandName)
+		opts.SetMonitor(&event.CommandMonitor{Started: func(ctx context.Context, e *event.CommandStartedEvent) {
+			onCommand(commandLabel(ctx, e.CommandName))
 		}})
 	}
 	client, err := mongo.Connect(opts)
