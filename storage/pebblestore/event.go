@@ -219,7 +219,7 @@ func (s *Store) EventIngest(ctx context.Context, p *dispatch.EventIngestParams) 
 			if err := putEvent(tx, it.event); err != nil {
 				return err
 			}
-			if _, err := insertJobs(tx, it.jobs, it.status); err != nil {
+			if _, err := insertJobs(tx, it.jobs, it.status, true); err != nil {
 				return err
 			}
 		}

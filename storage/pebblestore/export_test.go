@@ -45,6 +45,10 @@ func (s *Store) BatchStats() (batches, ops, keys int64) {
 	return s.batches.Load(), s.batchedOps.Load(), s.batchedKeys.Load()
 }
 
+// Lookups returns how many point reads the writes made (writeTx.get and
+// has): the existence checks and the reads of what a write replaces.
+func (s *Store) Lookups() int64 { return s.lookups.Load() }
+
 // WALFsyncs returns how many times Pebble synced its WAL.
 func (s *Store) WALFsyncs() (uint64, error) {
 	var m dto.Metric

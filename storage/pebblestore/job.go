@@ -252,7 +252,13 @@ func deleteJob(tx *writeTx, r *jobRecord) error {
 // insertJobs stores the jobs not yet stored and the status events, except
 // those about a job that was already stored. It returns the indexes of the
 // jobs it inserted. It writes nothing before it has checked every job.
-func insertJobs(tx *writeTx, jobs []*jobRecord, events []*statusRecord) ([]int, error) {
+//
+// The status events of a job it inserts are new with the job, and are
+// written without looking their ids up; so are all of them when guarded
+// (an ingest, whose event's dedup key was not stored). The ids of the
+// others (about no job of the batch) are looked up, and stored ones
+// skipped.
+func insertJobs(tx *writeTx, jobs []*jobRecord, events []*statusRecord, guarded bool) ([]int, error) {
 	var skip map[string]bool
 	inserted := make([]int, 0, len(jobs))
 	seen := make(map[string]bool, len(jobs))
@@ -274,14 +280,23 @@ func insertJobs(tx *writeTx, jobs []*jobRecord, events []*statusRecord) ([]int, 
 		inserted = append(inserted, i)
 	}
 	keep := make([]*statusRecord, 0, len(events))
+	var unguarded []*statusRecord
 	for _, e := range events {
-		if !skip[e.subject] {
+		switch {
+		case skip[e.subject]:
+		case guarded || seen[e.subject]:
 			keep = append(keep, e)
+		default:
+			unguarded = append(unguarded, e)
 		}
 	}
-	fresh, err := freshStatus(tx, keep)
-	if err != nil {
-		return nil, err
+	fresh := uniqueStatus(keep)
+	if len(unguarded) > 0 {
+		others, err := freshStatus(tx, unguarded)
+		if err != nil {
+			return nil, err
+		}
+		fresh = uniqueStatus(append(fresh, others...))
 	}
 	for _, i := range inserted {
 		if err := putJob(tx, jobs[i], nil); err != nil {
@@ -313,7 +328,7 @@ func (s *Store) JobInsertMany(ctx context.Context, p *dispatch.JobInsertManyPara
 	var inserted []int
 	err = s.write(ctx, func(tx *writeTx) error {
 		var err error
-		inserted, err = insertJobs(tx, jobs, events)
+		inserted, err = insertJobs(tx, jobs, events, false)
 		return err
 	})
 	if err != nil {
@@ -510,7 +525,7 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 		return fmt.Errorf("update job %s: %w", j.ID, err)
 	}
 	err = s.write(ctx, func(tx *writeTx) error {
-		old, err := getJobRecord(tx.b, j.ID)
+		old, err := tx.jobRecord(j.ID)
 		if err != nil {
 			return err
 		}
@@ -520,14 +535,12 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 		if old.version != j.Version {
 			return fmt.Errorf("%w: stored version is not %d", store.ErrStale, j.Version)
 		}
-		fresh, err := freshStatus(tx, events)
-		if err != nil {
-			return err
-		}
 		if err := putJob(tx, r, old); err != nil {
 			return err
 		}
-		for _, e := range fresh {
+		// The version check guards the status events: their ids are
+		// minted for this change, and a repeat of the same write fails it.
+		for _, e := range uniqueStatus(events) {
 			if err := putStatus(tx, e); err != nil {
 				return err
 			}
@@ -637,7 +650,7 @@ func (s *Store) JobDeleteFinishedBefore(ctx context.Context, p *dispatch.JobDele
 		}
 		var recs []*jobRecord
 		for _, id := range ids {
-			r, err := getJobRecord(tx.b, id)
+			r, err := tx.jobRecord(id)
 			if err != nil {
 				return err
 			}

@@ -131,8 +131,9 @@ type engine struct {
 	syncerDone chan struct{}
 
 	// batches, batchedOps and batchedKeys count the commits, the
-	// operations they held and the keys they wrote.
-	batches, batchedOps, batchedKeys atomic.Int64
+	// operations they held and the keys they wrote; lookups the point
+	// reads the writes made (writeTx.get and has).
+	batches, batchedOps, batchedKeys, lookups atomic.Int64
 }
 
 // Open opens (creating when needed) the database in cfg.Dir and starts the

@@ -56,8 +56,28 @@ func decodeStatus(id string, v []byte) (stream.Event, error) {
 	return e, nil
 }
 
+// uniqueStatus returns events without those whose id is repeated earlier
+// in events. It looks nothing up: for writes whose own condition (a
+// version check, a dedup key, a job not stored yet) guarantees that the
+// ids, minted for them, are not stored.
+func uniqueStatus(events []*statusRecord) []*statusRecord {
+	if len(events) < 2 {
+		return events
+	}
+	out := make([]*statusRecord, 0, len(events))
+	seen := make(map[string]bool, len(events))
+	for _, e := range events {
+		if !seen[e.id] {
+			seen[e.id] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // freshStatus returns the events whose ids are not stored (nor repeated
-// earlier in events).
+// earlier in events): one lookup per event, for writes nothing else
+// guards (StatusEventInsertMany).
 func freshStatus(tx *writeTx, events []*statusRecord) ([]*statusRecord, error) {
 	out := make([]*statusRecord, 0, len(events))
 	seen := make(map[string]bool, len(events))

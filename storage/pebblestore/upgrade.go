@@ -85,7 +85,7 @@ func (s *Store) ImportJobs(ctx context.Context, jobs []*dispatch.Job) error {
 		recs[i] = r
 	}
 	err := s.write(ctx, func(tx *writeTx) error {
-		_, err := insertJobs(tx, recs, nil)
+		_, err := insertJobs(tx, recs, nil, false)
 		return err
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -83,7 +84,7 @@ func (e *engine) commit(ops []*writeOp) {
 		ops:     append([]*writeOp(nil), ops...),
 		results: make([]error, len(ops)),
 	}
-	tx := &writeTx{b: pb.b}
+	tx := &writeTx{b: pb.b, lookups: &e.lookups}
 	for i, op := range ops {
 		if err := op.ctx.Err(); err != nil {
 			pb.results[i] = err
@@ -141,13 +142,19 @@ func failAll(pb *pendingBatch, err error) {
 // database and every write of the batch before them.
 type writeTx struct {
 	b *pebble.Batch
+	// lookups counts get and has (the engine's counter).
+	lookups *atomic.Int64
 }
 
 // get returns a copy of the value of k, nil when it is missing.
-func (t *writeTx) get(k []byte) ([]byte, error) { return get(t.b, k) }
+func (t *writeTx) get(k []byte) ([]byte, error) {
+	t.lookups.Add(1)
+	return get(t.b, k)
+}
 
 // has reports whether k is stored.
 func (t *writeTx) has(k []byte) (bool, error) {
+	t.lookups.Add(1)
 	_, closer, err := t.b.Get(k)
 	if err != nil {
 		if err == pebble.ErrNotFound { //nolint:errorlint // Pebble returns the sentinel itself
@@ -159,6 +166,15 @@ func (t *writeTx) has(k []byte) (bool, error) {
 		return false, fmt.Errorf("get: %w", err)
 	}
 	return true, nil
+}
+
+// jobRecord reads one job's record; nil when it is missing.
+func (t *writeTx) jobRecord(id string) (*jobRecord, error) {
+	v, err := t.get(key(pfxJob, id))
+	if err != nil || v == nil {
+		return nil, err
+	}
+	return parseJobRecord(id, v)
 }
 
 // set writes k.
