@@ -38,6 +38,11 @@ const (
 type Program struct {
 	prog *goja.Program
 	hash [sha256.Size]byte
+	// whole makes the engine build the handler's input whole, never lazily
+	// (lazy.go): the source names Symbol, and a Symbol-keyed property
+	// cannot be set on a lazy object (in sloppy mode the write would be
+	// lost without an error).
+	whole bool
 }
 
 // Hash is the SHA-256 of the program's source: a cache key for a source that
@@ -91,7 +96,7 @@ func Compile(src string) (*Program, error) {
 	if err != nil {
 		return nil, compileErrorOf(err, len(wrapperHead))
 	}
-	return &Program{prog: prog, hash: sha256.Sum256([]byte(src))}, nil
+	return &Program{prog: prog, hash: sha256.Sum256([]byte(src)), whole: strings.Contains(src, "Symbol")}, nil
 }
 
 // compileErrorOf turns a parser or compiler error into a CompileError; shift

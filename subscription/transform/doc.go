@@ -24,6 +24,17 @@
 // and committing a WebAssembly binary of a C engine. goja has no memory limit
 // of its own, so this package builds one (below).
 //
+// # The input
+//
+// The handler's payload is built lazily (lazy.go): each JSON object is a goja
+// dynamic object whose keys are read when it is made and whose values are
+// built on first access, so a handler that reads a few fields of a large
+// event builds those only. It behaves as JSON.parse's plain objects (key
+// order, own data properties, the prototype); what a dynamic object cannot
+// do (freeze, seal, preventExtensions, defineProperty, a Symbol key) runs the
+// handler again on an input built whole, within the same time limit. An
+// untouched payload object is sent as its input bytes without stringifying.
+//
 // # Isolation between runs
 //
 // Runtimes are pooled ([Config.PoolSize]); a runtime serves one run at a time.

@@ -73,6 +73,7 @@ type Engine struct {
 	idle   chan *sandbox
 	wd     watchdog
 	fresh  bool // a new runtime for every run (the benchmark's baseline)
+	whole  bool // build the input whole, never lazily (tests and benchmarks)
 }
 
 // New returns an Engine for cfg.
@@ -149,7 +150,13 @@ func (e *Engine) runOnce(ctx context.Context, prog *Program, in Input, exclusive
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		e.wd.begin(r)
-		out, err := e.runIn(sb, prog, in)
+		lazy := !e.whole && !prog.whole
+		out, err := e.runIn(sb, prog, in, lazy)
+		if lazy && (sb.wantWhole || dynamicObjectError(err)) && ctx.Err() == nil && e.wd.resume(r) {
+			// The handler asked the lazy payload for what only a plain
+			// object can do: the same run again, on a plain input.
+			out, err = e.runIn(sb, prog, in, false)
+		}
 		if err != nil {
 			err = e.runError(sb, r, err)
 		} else {
@@ -189,24 +196,48 @@ func (e *Engine) sandbox() (*sandbox, error) {
 }
 
 // runIn runs the handler in sb; everything that can call into JavaScript
-// (the handler, getters on its result) runs here, under the interrupt.
-func (e *Engine) runIn(sb *sandbox, prog *Program, in Input) (Output, error) {
+// (the handler, getters on its result) runs here, under the interrupt. With
+// lazy the payload is built lazily (lazy.go), else whole.
+func (e *Engine) runIn(sb *sandbox, prog *Program, in Input, lazy bool) (Output, error) {
 	rt := sb.rt
-	arg, payloadIn, canonical, err := buildInput(rt, in)
+	sb.wantWhole = false
+	text := orNull(in.Payload)
+	src := &inputText{text: string(text)}
+	var payload goja.Value
+	if lazy {
+		// A scan checks the text whole (syntax, nesting) before anything
+		// is built, as the whole build does.
+		scan := jsonParser{data: text, canonical: true}
+		if _, err := scan.value(0); err != nil {
+			return Output{}, fmt.Errorf("parse input payload: %w", err)
+		}
+		if scan.space(); scan.i != len(text) {
+			return Output{}, fmt.Errorf("parse input payload: %w", scan.fail("trailing data"))
+		}
+		li, v, err := newLazyInput(rt, text)
+		if err != nil {
+			return Output{}, fmt.Errorf("parse input payload: %w", err)
+		}
+		src.canonical, src.lazy, payload = scan.canonical, li, v
+	} else {
+		v, canonical, err := jsonToValue(rt, text)
+		if err != nil {
+			return Output{}, fmt.Errorf("parse input payload: %w", err)
+		}
+		payload, src.canonical = v, canonical
+		if !canonical {
+			// The handler may change the payload in place: its text is
+			// taken before the run.
+			js, err := sb.origStringify(goja.Undefined(), v)
+			if err != nil {
+				return Output{}, fmt.Errorf("input payload: %w", err)
+			}
+			src.canon, src.known = js.String(), true
+		}
+	}
+	arg, err := buildInput(rt, in, payload)
 	if err != nil {
 		return Output{}, err
-	}
-	// canonIn is JSON.stringify of the input payload, to tell whether the
-	// handler changed it. A canonical input's text is its own; any other is
-	// stringified before the handler runs (the handler may change the
-	// payload in place).
-	canonIn := string(orNull(in.Payload))
-	if !canonical {
-		v, err := sb.origStringify(goja.Undefined(), payloadIn)
-		if err != nil {
-			return Output{}, fmt.Errorf("input payload: %w", err)
-		}
-		canonIn = v.String()
 	}
 	wrapper, err := rt.RunProgram(prog.prog)
 	if err != nil {
@@ -228,26 +259,61 @@ func (e *Engine) runIn(sb *sandbox, prog *Program, in Input) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
-	return e.output(sb, res, in, canonIn)
+	return e.output(sb, res, in, src)
+}
+
+// inputText is the input payload's text, to tell whether the handler
+// changed the payload: whether JSON.stringify of what it returned is
+// JSON.stringify of the input.
+type inputText struct {
+	text string
+	// canonical reports that text is JSON.stringify's of the input (see
+	// jsonToValue).
+	canonical bool
+	// canon is JSON.stringify of the input, when known.
+	canon string
+	known bool
+	// lazy is the lazily built payload, nil when it was built whole.
+	lazy *lazyInput
+}
+
+// changed reports whether s, JSON.stringify of the handler's payload,
+// differs from the input's. A text JSON.stringify printed is its own
+// JSON.stringify once parsed, so s equal to the text is unchanged whatever
+// the text; a canonical text is compared as it is; only a changed payload
+// of a text that is not canonical, built lazily, costs a whole build.
+func (t *inputText) changed(sb *sandbox, s string) (bool, error) {
+	if s == t.text {
+		return false, nil
+	}
+	if t.canonical {
+		return true, nil
+	}
+	if !t.known {
+		v, _, err := jsonToValue(sb.rt, []byte(t.text))
+		if err != nil {
+			return false, fmt.Errorf("parse input payload: %w", err)
+		}
+		js, err := sb.origStringify(goja.Undefined(), v)
+		if err != nil {
+			return false, fmt.Errorf("input payload: %w", err)
+		}
+		t.canon, t.known = js.String(), true
+	}
+	return s != t.canon, nil
 }
 
 // buildInput makes the handler's argument (API.md §16) in rt, as JSON.parse
 // of its JSON would: own data properties in the order method, url (left out
-// when empty), headers, payload, eventType, eventId, attempt, cancel. Only
-// the payload is parsed; canonical reports that its text is what
-// JSON.stringify prints for it (see jsonToValue).
-func buildInput(rt *goja.Runtime, in Input) (arg *goja.Object, payload goja.Value, canonical bool, err error) { //nolint:ireturn // goja values are an interface
-	payload, canonical, err = jsonToValue(rt, orNull(in.Payload))
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("parse input payload: %w", err)
-	}
+// when empty), headers, payload, eventType, eventId, attempt, cancel.
+func buildInput(rt *goja.Runtime, in Input, payload goja.Value) (*goja.Object, error) {
 	headers := rt.NewObject()
 	for _, k := range slices.Sorted(maps.Keys(in.Headers)) {
 		if err := define(headers, k, rt.ToValue(in.Headers[k])); err != nil {
-			return nil, nil, false, err
+			return nil, err
 		}
 	}
-	arg = rt.NewObject()
+	arg := rt.NewObject()
 	members := []struct {
 		name string
 		v    goja.Value
@@ -266,10 +332,10 @@ func buildInput(rt *goja.Runtime, in Input) (arg *goja.Object, payload goja.Valu
 			continue
 		}
 		if err := define(arg, m.name, m.v); err != nil {
-			return nil, nil, false, err
+			return nil, err
 		}
 	}
-	return arg, payload, canonical, nil
+	return arg, nil
 }
 
 // define gives obj an own, writable, enumerable, configurable data
@@ -283,7 +349,7 @@ func define(obj *goja.Object, name string, v goja.Value) error {
 
 // output validates the handler's result against §16 and fills in the members
 // it left out.
-func (e *Engine) output(sb *sandbox, res goja.Value, in Input, canonIn string) (Output, error) {
+func (e *Engine) output(sb *sandbox, res goja.Value, in Input, src *inputText) (Output, error) {
 	rt := sb.rt
 	obj, ok := res.(*goja.Object)
 	if _, isFunc := goja.AssertFunction(res); !ok || isFunc || obj.ClassName() == "Array" {
@@ -324,7 +390,10 @@ func (e *Engine) output(sb *sandbox, res goja.Value, in Input, canonIn string) (
 		}
 		out.Headers = h
 	}
-	if v := obj.Get("payload"); present(v) {
+	if v := obj.Get("payload"); present(v) && src.canonical && src.lazy.untouched(v) {
+		// The input's own object, untouched: its text is the input's.
+		size += int64(len(out.Payload))
+	} else if present(v) {
 		b := &budget{s: sb, max: e.cfg.MaxResultBytes - size, what: "the result"}
 		serialize, _ := goja.AssertFunction(rt.ToValue(func(c goja.FunctionCall) goja.Value {
 			return sb.stringify(sb.origStringify, c.Argument(0), goja.Undefined(), goja.Undefined(), b)
@@ -342,7 +411,11 @@ func (e *Engine) output(sb *sandbox, res goja.Value, in Input, canonIn string) (
 		s := js.String()
 		out.Payload = json.RawMessage(s)
 		out.PayloadIsString = len(s) > 0 && s[0] == '"'
-		out.PayloadChanged = s != canonIn
+		changed, err := src.changed(sb, s)
+		if err != nil {
+			return Output{}, err
+		}
+		out.PayloadChanged = changed
 		size += int64(len(s))
 	}
 	if size > e.cfg.MaxResultBytes {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
@@ -41,9 +42,13 @@ func jsonToValue(rt *goja.Runtime, data []byte) (v goja.Value, canonical bool, e
 }
 
 type jsonParser struct {
+	// rt is nil for a scan that only checks the text (and whether it is
+	// canonical): no value is built.
 	rt   *goja.Runtime
 	data []byte
 	i    int
+	// lazy, when set, makes every object a lazy one (lazy.go) over data.
+	lazy *lazyInput
 	// objectProto is Object.prototype, looked up once.
 	objectProto *goja.Object
 	// canonical is false once the text read differs, or may differ, from
@@ -95,23 +100,33 @@ func (p *jsonParser) value(depth int) (goja.Value, error) { //nolint:ireturn // 
 	}
 	switch p.data[p.i] {
 	case '{':
+		if p.lazy != nil {
+			return p.lazyObject()
+		}
 		return p.object(depth)
 	case '[':
 		return p.array(depth)
 	case '"':
+		if p.rt == nil {
+			_, err := p.scanStr()
+			return nil, err
+		}
 		s, err := p.str()
 		if err != nil {
 			return nil, err
 		}
 		return p.rt.ToValue(s), nil
 	case 't', 'f', 'n':
-		for _, lit := range []struct {
-			text string
-			v    goja.Value
-		}{{"true", p.rt.ToValue(true)}, {"false", p.rt.ToValue(false)}, {"null", goja.Null()}} {
-			if len(p.data)-p.i >= len(lit.text) && string(p.data[p.i:p.i+len(lit.text)]) == lit.text {
-				p.i += len(lit.text)
-				return lit.v, nil
+		for _, lit := range []string{"true", "false", "null"} {
+			if len(p.data)-p.i >= len(lit) && string(p.data[p.i:p.i+len(lit)]) == lit {
+				p.i += len(lit)
+				switch {
+				case p.rt == nil:
+					return nil, nil //nolint:nilnil // a scan builds no value
+				case lit == "null":
+					return goja.Null(), nil
+				}
+				return p.rt.ToValue(lit == "true"), nil
 			}
 		}
 		return nil, p.fail("invalid literal")
@@ -121,16 +136,23 @@ func (p *jsonParser) value(depth int) (goja.Value, error) { //nolint:ireturn // 
 }
 
 func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn // goja values are an interface
-	obj := p.rt.NewObject()
-	// keys are the object's keys so far, while the text is canonical: a
-	// linear search is cheaper than a map for the objects events carry, and
-	// a long object only costs the fast path.
-	var keysBuf [16]string
+	var obj *goja.Object
+	if p.rt != nil {
+		obj = p.rt.NewObject()
+	}
+	// keys are the object's keys so far, as written, while the text is
+	// canonical (escapes other than JSON.stringify's make it not): a linear
+	// search is cheaper than a map for the objects events carry, and a long
+	// object only costs the fast path.
+	var keysBuf [16][]byte
 	keys := keysBuf[:0]
 	p.i++ // {
 	p.space()
 	if p.i < len(p.data) && p.data[p.i] == '}' {
 		p.i++
+		if obj == nil {
+			return nil, nil //nolint:nilnil // a scan builds no value
+		}
 		return obj, nil
 	}
 	for {
@@ -138,17 +160,27 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 		if p.i >= len(p.data) || p.data[p.i] != '"' {
 			return nil, p.fail("expected a key")
 		}
-		key, err := p.str()
+		keyStart := p.i
+		raw, err := p.scanStr()
 		if err != nil {
 			return nil, err
 		}
-		if p.canonical && (isDigits(key) || slices.Contains(keys, key)) {
+		if p.canonical && (isDigits(raw) || slices.ContainsFunc(keys, func(k []byte) bool { return string(k) == string(raw) })) {
 			// JavaScript puts index keys first, and a repeated key keeps
 			// its first place with the last value.
 			p.canonical = false
 		}
 		if p.canonical {
-			keys = append(keys, key)
+			keys = append(keys, raw)
+		}
+		var key string
+		if obj != nil {
+			end := p.i
+			p.i = keyStart
+			if key, err = p.str(); err != nil {
+				return nil, err
+			}
+			p.i = end
 		}
 		p.space()
 		if p.i >= len(p.data) || p.data[p.i] != ':' {
@@ -159,8 +191,10 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 		if err != nil {
 			return nil, err
 		}
-		if err := p.put(obj, key, v); err != nil {
-			return nil, err
+		if obj != nil {
+			if err := p.put(obj, key, v); err != nil {
+				return nil, err
+			}
 		}
 		p.space()
 		if p.i >= len(p.data) {
@@ -171,6 +205,9 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 			p.i++
 		case '}':
 			p.i++
+			if obj == nil {
+				return nil, nil //nolint:nilnil // a scan builds no value
+			}
 			return obj, nil
 		default:
 			return nil, p.fail("expected ',' or '}'")
@@ -180,10 +217,17 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 
 func (p *jsonParser) array(depth int) (goja.Value, error) { //nolint:ireturn // goja values are an interface
 	p.i++ // [
+	if p.lazy != nil {
+		// The elements of an ordinary array can change unseen.
+		p.lazy.arrays = true
+	}
 	var items []any
 	p.space()
 	if p.i < len(p.data) && p.data[p.i] == ']' {
 		p.i++
+		if p.rt == nil {
+			return nil, nil //nolint:nilnil // a scan builds no value
+		}
 		return p.rt.NewArray(), nil
 	}
 	for {
@@ -191,7 +235,9 @@ func (p *jsonParser) array(depth int) (goja.Value, error) { //nolint:ireturn // 
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, v)
+		if p.rt != nil {
+			items = append(items, v)
+		}
 		p.space()
 		if p.i >= len(p.data) {
 			return nil, p.fail("unexpected end")
@@ -201,6 +247,9 @@ func (p *jsonParser) array(depth int) (goja.Value, error) { //nolint:ireturn // 
 			p.i++
 		case ']':
 			p.i++
+			if p.rt == nil {
+				return nil, nil //nolint:nilnil // a scan builds no value
+			}
 			return p.rt.NewArray(items...), nil
 		default:
 			return nil, p.fail("expected ',' or ']'")
@@ -212,8 +261,40 @@ func (p *jsonParser) array(depth int) (goja.Value, error) { //nolint:ireturn // 
 // encoding/json.
 func (p *jsonParser) str() (string, error) {
 	start := p.i
+	raw, escaped, err := p.rawStr()
+	if err != nil {
+		return "", err
+	}
+	if !escaped {
+		return string(raw), nil
+	}
+	var s string
+	if err := json.Unmarshal(p.data[start:p.i], &s); err != nil {
+		return "", fmt.Errorf("%w: %w", errInputJSON, err)
+	}
+	return s, nil
+}
+
+// scanStr checks a JSON string without building it, and returns its text
+// between the quotes as written.
+func (p *jsonParser) scanStr() ([]byte, error) {
+	start := p.i
+	raw, escaped, err := p.rawStr()
+	if err != nil {
+		return nil, err
+	}
+	if escaped && !json.Valid(p.data[start:p.i]) {
+		return nil, fmt.Errorf("%w at byte %d: invalid escape", errInputJSON, start)
+	}
+	return raw, nil
+}
+
+// rawStr reads a JSON string and returns its text between the quotes as
+// written; escaped reports that the text has escapes.
+func (p *jsonParser) rawStr() (raw []byte, escaped bool, err error) {
+	start := p.i
 	p.i++ // "
-	escaped, ascii := false, true
+	ascii := true
 	for p.i < len(p.data) {
 		switch c := p.data[p.i]; {
 		case c == '\\':
@@ -230,20 +311,13 @@ func (p *jsonParser) str() (string, error) {
 			if !ascii && p.canonical && !canonicalUTF8(p.data[start+1:p.i-1]) {
 				p.canonical = false
 			}
-			if !escaped {
-				return string(p.data[start+1 : p.i-1]), nil
-			}
-			var s string
-			if err := json.Unmarshal(p.data[start:p.i], &s); err != nil {
-				return "", fmt.Errorf("%w: %w", errInputJSON, err)
-			}
-			return s, nil
+			return p.data[start+1 : p.i-1], escaped, nil
 		case c < 0x20:
-			return "", p.fail("control character in a string")
+			return nil, false, p.fail("control character in a string")
 		}
 		p.i++
 	}
-	return "", p.fail("unterminated string")
+	return nil, false, p.fail("unterminated string")
 }
 
 func (p *jsonParser) number() (goja.Value, error) { //nolint:ireturn // goja values are an interface
@@ -260,11 +334,16 @@ func (p *jsonParser) number() (goja.Value, error) { //nolint:ireturn // goja val
 	if text == "" {
 		return nil, p.fail("unexpected character")
 	}
-	if n, err := strconv.ParseInt(text, 10, 64); err == nil && n >= -(1<<53) && n <= 1<<53 {
-		if p.canonical && strconv.FormatInt(n, 10) != text {
-			p.canonical = false // -0
+	if !strings.ContainsAny(text, ".eE") { // ParseInt's error for a fraction would cost an allocation
+		if n, err := strconv.ParseInt(text, 10, 64); err == nil && n >= -(1<<53) && n <= 1<<53 {
+			if p.canonical && strconv.FormatInt(n, 10) != text {
+				p.canonical = false // -0
+			}
+			if p.rt == nil {
+				return nil, nil //nolint:nilnil // a scan builds no value
+			}
+			return p.rt.ToValue(n), nil
 		}
-		return p.rt.ToValue(n), nil
 	}
 	f, err := strconv.ParseFloat(text, 64)
 	if err != nil {
@@ -276,16 +355,19 @@ func (p *jsonParser) number() (goja.Value, error) { //nolint:ireturn // goja val
 	if p.canonical && (math.Abs(f) < 1e-6 || math.Abs(f) >= 1e21 || strconv.FormatFloat(f, 'f', -1, 64) != text) {
 		p.canonical = false
 	}
+	if p.rt == nil {
+		return nil, nil //nolint:nilnil // a scan builds no value
+	}
 	return p.rt.ToValue(f), nil
 }
 
 // isDigits reports whether a key is all decimal digits: a possible array
 // index, which JavaScript orders before the other keys.
-func isDigits(key string) bool {
-	if key == "" {
+func isDigits(key []byte) bool {
+	if len(key) == 0 {
 		return false
 	}
-	for i := range len(key) {
+	for i := range key {
 		if key[i] < '0' || key[i] > '9' {
 			return false
 		}

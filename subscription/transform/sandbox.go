@@ -39,6 +39,11 @@ type sandbox struct {
 	rangeError    goja.Value
 	parse         goja.Callable // goja's JSON.parse
 	origStringify goja.Callable // goja's JSON.stringify
+
+	// wantWhole is set when the handler asked a lazily built payload object
+	// for what only a plain object can do: the run is stopped and run again
+	// on an input built whole.
+	wantWhole bool
 }
 
 // newSandbox makes a runtime, removes what §16 leaves out, guards the
@@ -295,6 +300,26 @@ func (s *sandbox) guard() error {
 		return call(apply, c.This, c.Arguments...)
 	}); err != nil {
 		return err
+	}
+
+	// What a lazy payload object cannot do (lazy.go): the run stops, to run
+	// again on a plain input.
+	objectCtor := rt.Get("Object").ToObject(rt)
+	for _, name := range []string{"freeze", "seal", "preventExtensions", "defineProperty", "defineProperties"} {
+		_, orig, err := get("Object." + name)
+		if err != nil {
+			return err
+		}
+		if err := set(objectCtor, name, func(c goja.FunctionCall) goja.Value {
+			if isLazy(c.Argument(0)) {
+				s.wantWhole = true
+				rt.Interrupt(kindWhole)
+				return c.Argument(0)
+			}
+			return call(orig, c.This, c.Arguments...)
+		}); err != nil {
+			return err
+		}
 	}
 
 	if err := s.guardString(get, set); err != nil {

@@ -22,6 +22,11 @@ const kindMemorySuspect Kind = "memory_suspect"
 // KindTimeout that says so.
 const kindStarved Kind = "starved"
 
+// kindWhole interrupts a run whose handler asked a lazily built payload
+// object for what only a plain object can do: the run is run again on an
+// input built whole. It is never a RunError's kind.
+const kindWhole Kind = "whole"
+
 // watchdog interrupts runs that pass their time limit or allocate past their
 // bound. Its goroutine runs only while some run is active.
 type watchdog struct {
@@ -91,6 +96,19 @@ func (w *watchdog) stop(r *watched) {
 	defer w.mu.Unlock()
 	r.ended = true
 	delete(w.active, r)
+}
+
+// resume clears r's runtime's interrupt so that the run can go on, unless the
+// watchdog has interrupted r (then it reports false and the interrupt
+// stands). The watch stays as it was: the time limit goes on counting.
+func (w *watchdog) resume(r *watched) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r.stopped || r.ended {
+		return false
+	}
+	r.rt.ClearInterrupt()
+	return true
 }
 
 // watch checks the active runs every WatchdogInterval until none is left.

@@ -1,0 +1,334 @@
+package transform
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dop251/goja"
+)
+
+// The handler's payload is built lazily: each JSON object becomes a goja
+// dynamic object over the payload's text whose keys are read when it is made
+// and whose values are built on first access (a nested object becoming
+// another lazy object), so a handler that reads a few fields builds only
+// those. Arrays are ordinary arrays, built when their property is read.
+//
+// A lazy object behaves as the plain object JSON.parse makes: own, writable,
+// enumerable, configurable data properties, keys in JavaScript's order
+// (array indices first, ascending, then the rest as written; a repeated key
+// keeps its first place and its last value), Object.prototype as prototype,
+// a "__proto__" key an own property. What a dynamic object cannot do
+// (freeze, seal, preventExtensions, a property defined with other
+// attributes or as an accessor, a Symbol key, a private element) makes the
+// engine run the handler again on an input built whole (see needsWhole).
+
+// lazyIndexMin is the number of keys from which a lazy object looks keys up
+// in a map rather than by a linear search.
+const lazyIndexMin = 16
+
+// lazyPropsCap is the room a lazy object is made with: most objects of an
+// event have fewer keys.
+const lazyPropsCap = 8
+
+// lazyInput is what the lazy values of one run's payload share.
+type lazyInput struct {
+	rt   *goja.Runtime
+	data []byte
+	// objectProto is Object.prototype: a lazy object whose prototype is
+	// another may stringify otherwise (a toJSON).
+	objectProto *goja.Object
+	// root is the payload when it is an object.
+	root *goja.Object
+	// objects are the lazy objects made so far.
+	objects []*goja.Object
+	// written is set once any lazy object was written to or deleted from.
+	written bool
+	// arrays is set once an array was built: an ordinary array's elements
+	// can change unseen.
+	arrays bool
+}
+
+// lazyObject is the goja.DynamicObject of one JSON object of the payload.
+type lazyObject struct {
+	in    *lazyInput
+	props []lazyProp
+	index map[string]int // with lazyIndexMin keys or more
+}
+
+// lazyProp is one property of a lazy object.
+type lazyProp struct {
+	key string
+	// off is the offset of the value's text, while val is nil (not built
+	// yet).
+	off int
+	val goja.Value
+}
+
+// lazyObjectType is a lazy object's export type: how the sandbox's guards
+// tell one from a plain object without exporting it.
+func lazyObjectType() reflect.Type { return reflect.TypeFor[*lazyObject]() }
+
+// isLazy reports whether v is a lazy object.
+func isLazy(v goja.Value) bool {
+	obj, ok := v.(*goja.Object)
+	return ok && obj.ExportType() == lazyObjectType()
+}
+
+// newLazyInput builds the payload's value lazily over data, which the caller
+// has checked is valid JSON (a scan with jsonParser).
+func newLazyInput(rt *goja.Runtime, data []byte) (*lazyInput, goja.Value, error) { //nolint:ireturn // goja values are an interface
+	in := &lazyInput{rt: rt, data: data}
+	in.objectProto = rt.NewObject().Prototype()
+	p := jsonParser{rt: rt, data: data, lazy: in}
+	v, err := p.value(0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if obj, ok := v.(*goja.Object); ok && len(in.objects) > 0 && in.objects[0] == obj {
+		in.root = obj
+	}
+	return in, v, nil
+}
+
+// untouched reports whether v is the payload object itself, never written to
+// (nor anything in it) and so stringifying to what it was built from: the
+// engine then sends the input's bytes without stringifying.
+func (in *lazyInput) untouched(v goja.Value) bool {
+	if in == nil || in.root == nil || in.written || in.arrays {
+		return false
+	}
+	if obj, ok := v.(*goja.Object); !ok || obj != in.root {
+		return false
+	}
+	for _, o := range in.objects {
+		if o.Prototype() != in.objectProto {
+			return false
+		}
+	}
+	return true
+}
+
+// lazyObject reads the object at p.i: its keys and where each value starts,
+// skipping the values.
+func (p *jsonParser) lazyObject() (goja.Value, error) { //nolint:ireturn // goja values are an interface
+	o := &lazyObject{in: p.lazy, props: make([]lazyProp, 0, lazyPropsCap)}
+	p.i++ // {
+	p.space()
+	if p.i < len(p.data) && p.data[p.i] == '}' {
+		p.i++
+		return o.make(), nil
+	}
+	for {
+		p.space()
+		if p.i >= len(p.data) || p.data[p.i] != '"' {
+			return nil, p.fail("expected a key")
+		}
+		key, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		p.space()
+		if p.i >= len(p.data) || p.data[p.i] != ':' {
+			return nil, p.fail("expected ':'")
+		}
+		p.i++
+		p.space()
+		start := p.i
+		p.i = skipJSONValue(p.data, p.i)
+		if i := o.find(key); i >= 0 {
+			o.props[i].off = start // a repeated key keeps its place, with the last value
+		} else {
+			o.add(key, start, nil)
+		}
+		p.space()
+		if p.i >= len(p.data) {
+			return nil, p.fail("unexpected end")
+		}
+		switch p.data[p.i] {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return o.make(), nil
+		default:
+			return nil, p.fail("expected ',' or '}'")
+		}
+	}
+}
+
+// make wraps o in its JavaScript object.
+func (o *lazyObject) make() *goja.Object {
+	obj := o.in.rt.NewDynamicObject(o)
+	o.in.objects = append(o.in.objects, obj)
+	return obj
+}
+
+// skipJSONValue returns the offset just past the JSON value at i, in a text
+// already checked (whitespace after it may remain).
+func skipJSONValue(data []byte, i int) int {
+	depth := 0
+	for i < len(data) {
+		switch data[i] {
+		case '"':
+			i++
+			for i < len(data) && data[i] != '"' {
+				if data[i] == '\\' {
+					i++
+				}
+				i++
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		}
+		i++
+	}
+	return i
+}
+
+func (o *lazyObject) find(key string) int {
+	if o.index != nil {
+		if i, ok := o.index[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range o.props {
+		if o.props[i].key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+func (o *lazyObject) add(key string, off int, v goja.Value) {
+	o.props = append(o.props, lazyProp{key: key, off: off, val: v})
+	switch {
+	case o.index != nil:
+		o.index[key] = len(o.props) - 1
+	case len(o.props) >= lazyIndexMin:
+		o.reindex()
+	}
+}
+
+func (o *lazyObject) reindex() {
+	if len(o.props) < lazyIndexMin {
+		o.index = nil
+		return
+	}
+	o.index = make(map[string]int, len(o.props))
+	for i := range o.props {
+		o.index[o.props[i].key] = i
+	}
+}
+
+// Get builds the key's value on its first read.
+func (o *lazyObject) Get(key string) goja.Value { //nolint:ireturn // goja values are an interface
+	i := o.find(key)
+	if i < 0 {
+		return nil
+	}
+	if o.props[i].val == nil {
+		p := jsonParser{rt: o.in.rt, data: o.in.data, i: o.props[i].off, lazy: o.in}
+		v, err := p.value(0)
+		if err != nil {
+			// The text was checked whole before the run.
+			panic(o.in.rt.NewGoError(fmt.Errorf("input payload: %w", err)))
+		}
+		o.props[i].val = v
+	}
+	return o.props[i].val
+}
+
+// Set sets or adds the key.
+func (o *lazyObject) Set(key string, val goja.Value) bool {
+	o.in.written = true
+	if i := o.find(key); i >= 0 {
+		o.props[i].val = val
+		return true
+	}
+	o.add(key, 0, val)
+	return true
+}
+
+// Has reports whether the key is the object's own.
+func (o *lazyObject) Has(key string) bool {
+	return o.find(key) >= 0
+}
+
+// Delete removes the key.
+func (o *lazyObject) Delete(key string) bool {
+	i := o.find(key)
+	if i < 0 {
+		return true
+	}
+	o.in.written = true
+	o.props = slices.Delete(o.props, i, i+1)
+	if o.index != nil {
+		o.reindex()
+	}
+	return true
+}
+
+// Keys lists the keys in a plain object's order: array indices ascending,
+// then the others in the order they were added.
+func (o *lazyObject) Keys() []string {
+	keys := make([]string, 0, len(o.props))
+	for i := range o.props {
+		if isArrayIndex(o.props[i].key) {
+			keys = append(keys, o.props[i].key)
+		}
+	}
+	if len(keys) > 0 {
+		slices.SortFunc(keys, cmpIndex)
+	}
+	for i := range o.props {
+		if !isArrayIndex(o.props[i].key) {
+			keys = append(keys, o.props[i].key)
+		}
+	}
+	return keys
+}
+
+// isArrayIndex reports whether key is an array index as JavaScript orders
+// them: the canonical decimal of an integer below 2^32−1.
+func isArrayIndex(key string) bool {
+	if key == "" || len(key) > 10 || (key[0] == '0' && len(key) > 1) {
+		return false
+	}
+	n, err := strconv.ParseUint(key, 10, 64)
+	return err == nil && n < 1<<32-1
+}
+
+// cmpIndex orders two array indices numerically.
+func cmpIndex(a, b string) int {
+	if len(a) != len(b) {
+		return len(a) - len(b)
+	}
+	return strings.Compare(a, b)
+}
+
+// dynamicObjectError reports whether a thrown value is goja's refusal of
+// something a dynamic object cannot do ("Dynamic objects do not support
+// Symbol properties", "… of a dynamic object", …).
+func dynamicObjectError(err error) bool {
+	exc, ok := err.(*goja.Exception) //nolint:errorlint // the VM returns the exception itself
+	if !ok {
+		return false
+	}
+	return strings.Contains(strings.ToLower(thrownMessage(exc.Value())), "dynamic object")
+}
