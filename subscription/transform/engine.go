@@ -395,10 +395,16 @@ func (e *Engine) output(sb *sandbox, res goja.Value, in Input, src *inputText) (
 		size += int64(len(out.Payload))
 	} else if present(v) {
 		b := &budget{s: sb, max: e.cfg.MaxResultBytes - size, what: "the result"}
-		serialize, _ := goja.AssertFunction(rt.ToValue(func(c goja.FunctionCall) goja.Value {
-			return sb.stringify(sb.origStringify, c.Argument(0), goja.Undefined(), goja.Undefined(), b)
-		}))
-		js, err := serialize(goja.Undefined(), v)
+		if sb.serialize == nil {
+			// A function called from Go, so that the guards' panics become
+			// errors.
+			sb.serialize, _ = goja.AssertFunction(rt.ToValue(func(c goja.FunctionCall) goja.Value {
+				return sb.stringify(sb.origStringify, c.Argument(0), goja.Undefined(), goja.Undefined(), sb.resultBudget)
+			}))
+		}
+		sb.resultBudget = b
+		js, err := sb.serialize(goja.Undefined(), v)
+		sb.resultBudget = nil
 		if err != nil {
 			if b.exceeded {
 				return Output{}, &RunError{Kind: KindTooLarge, Message: fmt.Sprintf("the result is more than %d bytes", e.cfg.MaxResultBytes)}

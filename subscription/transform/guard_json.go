@@ -77,80 +77,100 @@ func jsonDepth(text string) int {
 	return deepest
 }
 
+// stringifyCall is the state of one guarded JSON.stringify: what the
+// sandbox's counter (the replacer it runs goja's JSON.stringify with) reads.
+type stringifyCall struct {
+	b        *budget
+	userFunc goja.Callable
+	allow    map[string]bool
+	gap      int64
+	depth    map[*goja.Object]int
+}
+
 // stringify is JSON.stringify with a budget of maxBytes and a nesting bound.
 // It runs goja's own JSON.stringify with a replacer that counts every piece
 // of output before it is written (so a value referenced a million times
 // counts a million times) and applies the caller's replacer, function or
-// property list, itself.
+// property list, itself. The replacer is the sandbox's counter, made once;
+// the calls nest (a toJSON or replacer may stringify), each with its state.
 func (s *sandbox) stringify( //nolint:ireturn // goja values are an interface
 	orig goja.Callable, value, replacer, space goja.Value, b *budget,
 ) goja.Value {
-	what := b.what
-	rt := s.rt
-	userFunc, _ := goja.AssertFunction(replacer)
-	var allow map[string]bool
-	if obj, ok := replacer.(*goja.Object); ok && userFunc == nil && obj.ClassName() == "Array" {
-		s.checkLen(what, obj)
-		allow = map[string]bool{}
+	st := &stringifyCall{b: b}
+	st.userFunc, _ = goja.AssertFunction(replacer)
+	if obj, ok := replacer.(*goja.Object); ok && st.userFunc == nil && obj.ClassName() == "Array" {
+		s.checkLen(b.what, obj)
+		st.allow = map[string]bool{}
 		for i := range s.lengthOf(obj) {
 			v := obj.Get(strconv.FormatInt(i, 10))
 			switch v.Export().(type) {
 			case string, int64, float64:
-				allow[v.String()] = true
+				st.allow[v.String()] = true
 			}
 		}
 	}
-	gap := int64(0)
 	if space != nil && !goja.IsUndefined(space) {
 		if str, ok := space.(goja.String); ok {
-			gap = int64(min(str.Length(), 10))
+			st.gap = int64(min(str.Length(), 10))
 		} else if n := space.ToInteger(); n > 0 {
-			gap = min(n, 10)
+			st.gap = min(n, 10)
 		}
 	}
-	depth := map[*goja.Object]int{}
-	counter := rt.ToValue(func(fc goja.FunctionCall) goja.Value {
-		holder, _ := fc.This.(*goja.Object)
-		key, v := fc.Argument(0), fc.Argument(1)
-		d := depth[holder]
-		inArray := holder != nil && holder.ClassName() == "Array"
-		keyStr := key.String()
-		if allow != nil && !inArray && keyStr != "" && !allow[keyStr] {
-			return goja.Undefined()
+	if s.counter == nil {
+		s.counter = s.rt.ToValue(s.count)
+	}
+	prev := s.call
+	s.call = st
+	defer func() { s.call = prev }()
+	return call(orig, goja.Undefined(), value, s.counter, space)
+}
+
+// count is the counter: the replacer of the innermost guarded stringify.
+func (s *sandbox) count(fc goja.FunctionCall) goja.Value { //nolint:ireturn // goja values are an interface
+	st := s.call
+	what := st.b.what
+	holder, _ := fc.This.(*goja.Object)
+	key, v := fc.Argument(0), fc.Argument(1)
+	d := st.depth[holder]
+	inArray := holder != nil && holder.ClassName() == "Array"
+	keyStr := key.String()
+	if st.allow != nil && !inArray && keyStr != "" && !st.allow[keyStr] {
+		return goja.Undefined()
+	}
+	if st.userFunc != nil {
+		v = call(st.userFunc, fc.This, key, v)
+	}
+	cost := int64(1) + st.gap*int64(d+1)
+	if !inArray && keyStr != "" {
+		cost += quotedLen(keyStr) + 1
+	}
+	switch x := v.(type) {
+	case *goja.Object:
+		if _, isFunc := goja.AssertFunction(x); isFunc {
+			return v
 		}
-		if userFunc != nil {
-			v = call(userFunc, fc.This, key, v)
+		if d+1 > maxJSONNesting {
+			s.throwRangef("%s: the value nests more than %d levels", what, maxJSONNesting)
 		}
-		cost := int64(1) + gap*int64(d+1)
-		if !inArray && keyStr != "" {
-			cost += quotedLen(keyStr) + 1
+		if st.depth == nil {
+			st.depth = map[*goja.Object]int{}
 		}
-		switch x := v.(type) {
-		case *goja.Object:
-			if _, isFunc := goja.AssertFunction(x); isFunc {
-				return v
-			}
-			if d+1 > maxJSONNesting {
-				s.throwRangef("%s: the value nests more than %d levels", what, maxJSONNesting)
-			}
-			depth[x] = d + 1
-			if x.ClassName() == "Array" {
-				s.checkLen(what, x)
-			}
-			if x.ClassName() == "String" {
-				cost += quotedLen(x.String())
-			} else {
-				cost += 2
-			}
-		case goja.String:
+		st.depth[x] = d + 1
+		if x.ClassName() == "Array" {
+			s.checkLen(what, x)
+		}
+		if x.ClassName() == "String" {
 			cost += quotedLen(x.String())
-		default:
-			cost += 24
+		} else {
+			cost += 2
 		}
-		b.add(cost)
-		return v
-	})
-	return call(orig, goja.Undefined(), value, counter, space)
+	case goja.String:
+		cost += quotedLen(x.String())
+	default:
+		cost += 24
+	}
+	st.b.add(cost)
+	return v
 }
 
 // quotedLen is the length of s as a JSON string.

@@ -330,6 +330,9 @@ func (p *jsonParser) number() (goja.Value, error) { //nolint:ireturn // goja val
 		}
 		break
 	}
+	if p.rt == nil && plainNumber(p.data[start:p.i]) {
+		return nil, nil //nolint:nilnil // a scan builds no value
+	}
 	text := string(p.data[start:p.i])
 	if text == "" {
 		return nil, p.fail("unexpected character")
@@ -359,6 +362,50 @@ func (p *jsonParser) number() (goja.Value, error) { //nolint:ireturn // goja val
 		return nil, nil //nolint:nilnil // a scan builds no value
 	}
 	return p.rt.ToValue(f), nil
+}
+
+// plainNumber reports whether b is a JSON number JSON.stringify writes as
+// it is, on a path that needs no conversion: an integer or a decimal
+// fraction of at most 15 significant digits (so no shorter decimal reads
+// back to the same double), no leading zero, no trailing zero in the
+// fraction, not -0, and not below 1e-6 (written with an exponent).
+func plainNumber(b []byte) bool {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	intEnd := 0
+	for intEnd < len(b) && b[intEnd] >= '0' && b[intEnd] <= '9' {
+		intEnd++
+	}
+	switch {
+	case intEnd == 0 || intEnd > 15:
+		return false
+	case b[0] == '0' && intEnd > 1:
+		return false
+	case intEnd == len(b):
+		return !neg || string(b) != "0"
+	case b[intEnd] != '.':
+		return false
+	}
+	frac := b[intEnd+1:]
+	if len(frac) == 0 || intEnd+len(frac) > 15 || frac[len(frac)-1] == '0' {
+		return false
+	}
+	for _, c := range frac {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	if b[0] == '0' {
+		// 0.000001 is written as it is, 0.0000001 as 1e-7.
+		zeros := 0
+		for zeros < len(frac) && frac[zeros] == '0' {
+			zeros++
+		}
+		return zeros < 6
+	}
+	return true
 }
 
 // isDigits reports whether a key is all decimal digits: a possible array

@@ -91,3 +91,33 @@ func TestRunInputKeysOfObjectPrototype(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `[["hasOwnProperty","__proto__","toString","constructor","plain"],true,true,1,"x",true]`, string(out.Payload))
 }
+
+// The scan's fast path for numbers agrees with the slow one: a number it
+// calls plain is one JSON.stringify writes as it is.
+func TestPlainNumber(t *testing.T) {
+	t.Parallel()
+	sb, err := newSandbox(1<<20, 1<<20)
+	require.NoError(t, err)
+	for _, text := range []string{
+		"0", "-0", "7", "-42", "100", "123456789012345", "1234567890123456", "01", "-01",
+		"0.5", "-0.5", "0.50", "1.0", "1.", ".5", "129.95", "0.000001", "0.0000001", "-0.000001",
+		"12345678901234.5", "1234567890123.45", "123456789012345.6", "1e2", "1E2", "1.5e3", "-", "0.1234567890123",
+		"0.30000000000000004", "9007199254740993",
+	} {
+		v, canonical, err := jsonToValue(sb.rt, []byte(text))
+		if err != nil {
+			require.False(t, plainNumber([]byte(text)), text)
+			continue
+		}
+		js, err := sb.origStringify(goja.Undefined(), v)
+		require.NoError(t, err)
+		if plainNumber([]byte(text)) {
+			require.Equal(t, text, js.String(), text)
+			require.True(t, canonical, text)
+		}
+		scan := jsonParser{data: []byte(text), canonical: true}
+		_, err = scan.value(0)
+		require.NoError(t, err, text)
+		require.Equal(t, canonical, scan.canonical, "scan and build agree on %s", text)
+	}
+}

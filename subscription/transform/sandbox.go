@@ -40,6 +40,14 @@ type sandbox struct {
 	parse         goja.Callable // goja's JSON.parse
 	origStringify goja.Callable // goja's JSON.stringify
 
+	// counter is the guarded stringify's replacer and call the state of the
+	// innermost guarded stringify (guard_json.go); serialize stringifies a
+	// result's payload under resultBudget. Each is made once.
+	counter      goja.Value
+	call         *stringifyCall
+	serialize    goja.Callable
+	resultBudget *budget
+
 	// wantWhole is set when the handler asked a lazily built payload object
 	// for what only a plain object can do: the run is stopped and run again
 	// on an input built whole.
