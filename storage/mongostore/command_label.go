@@ -14,6 +14,9 @@ const (
 	// tagFerretDB: a per-document write on FerretDB where MongoDB takes
 	// one command for all the documents.
 	tagFerretDB = "ferretdb"
+	// tagRelay: the status relay's (see statusRelay), which MongoDB is
+	// sent too: named apart to be seen, not subtracted.
+	tagRelay = "relay"
 )
 
 // withCommandTag returns ctx with its commands tagged tag.

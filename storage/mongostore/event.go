@@ -32,9 +32,10 @@ func validExtName(name string) bool {
 // EventIngest stores events with their jobs and status events; see
 // dispatch.Store. Without a transaction it writes, in order: the new events
 // (one unordered insert; a duplicate dedupKey marks its item a duplicate),
-// the jobs of the new events (a job id already stored is skipped, so a
-// repeated call is harmless), their status events (likewise), and last the
-// events' fannedOutAt. A failure in between leaves events that
+// the jobs of the new events holding their status events (see
+// statusRelay; a job id already stored is skipped, so a repeated call is
+// harmless), the status events of events without jobs (likewise), and
+// last the events' fannedOutAt. A failure in between leaves events that
 // EventListNotFannedOut returns to the recovery poller. The last three
 // writes are shared with concurrent calls (group commits): under load one
 // command carries the jobs, status events or markers of many requests,
@@ -85,6 +86,8 @@ func (s *Store) EventIngest(ctx context.Context, p *dispatch.EventIngestParams) 
 			continue
 		}
 		fresh = append(fresh, it.Event.ID)
+		byID := make(map[string]*jobDoc, len(it.Jobs))
+		var first *jobDoc
 		for _, j := range it.Jobs {
 			j.Version = 1
 			doc, err := s.jobDoc(j)
@@ -92,13 +95,31 @@ func (s *Store) EventIngest(ctx context.Context, p *dispatch.EventIngestParams) 
 				return nil, fmt.Errorf("ingest events: %w", err)
 			}
 			jobs = append(jobs, doc)
+			byID[j.ID] = doc
+			if first == nil {
+				first = doc
+			}
 		}
+		// A job's status events go in its document, the event's own
+		// (accepted) in its first job's; only an event without jobs has
+		// its status events inserted apart.
 		for k := range it.StatusEvents {
-			statusEvents = append(statusEvents, toStatusEventDoc(&it.StatusEvents[k]))
+			e := toStatusEventDoc(&it.StatusEvents[k])
+			switch doc := byID[e.Subject]; {
+			case doc != nil:
+				holdStatusEvents(doc, []statusEventDoc{e})
+			case first != nil:
+				holdStatusEvents(first, []statusEventDoc{e})
+			default:
+				statusEvents = append(statusEvents, e)
+			}
 		}
 	}
 	if err := s.jobInserts.Insert(ctx, jobs); err != nil {
 		return nil, fmt.Errorf("ingest events: insert jobs: %w", err)
+	}
+	if len(jobs) > 0 {
+		s.relay.poke()
 	}
 	if err := s.statusInserts.Insert(ctx, statusEvents); err != nil {
 		return nil, fmt.Errorf("ingest events: insert status events: %w", err)

@@ -151,6 +151,35 @@ func (s *Store) acquireGuard(ctx context.Context, key string) (bool, error) {
 	return false, nil
 }
 
+// guardWaits is how long acquireGuardWaiting waits before each further
+// try: a guard is held for a few commands (a JobUpdate, or the status
+// relay clearing what it moved), so one that is held is usually free
+// again within milliseconds.
+func guardWaits() []time.Duration {
+	return []time.Duration{2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond}
+}
+
+// acquireGuardWaiting is acquireGuard, tried again a few times over
+// about 40 ms while a live writer holds the guard. Waiting never lets a
+// stale write through: the holder is taken over only as acquireGuard
+// does, and the taker reads the version under the guard.
+func (s *Store) acquireGuardWaiting(ctx context.Context, key string) (bool, error) {
+	for _, wait := range guardWaits() {
+		acquired, err := s.acquireGuard(ctx, key)
+		if err != nil || acquired {
+			return acquired, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, fmt.Errorf("wait for write guard %s: %w", key, ctx.Err())
+		case <-t.C:
+		}
+	}
+	return s.acquireGuard(ctx, key)
+}
+
 // releaseGuard deletes a guard, also when ctx is cancelled: a guard left
 // behind blocks its version step until it is stale.
 func (s *Store) releaseGuard(ctx context.Context, key string) {

@@ -50,6 +50,7 @@ func indexes() map[string][]mongo.IndexModel {
 			named("createdAt", asc("createdAt")),
 			named("subscriptionId_status", asc("subscriptionId", "status")),    // replay's backlog count
 			named("operationalOutboxPending", asc("operationalOutboxPending")), // the relay's outbox list (missing on almost every job)
+			named("statusOutboxPending", asc("statusOutboxPending")),           // the status relay's list (missing on every job relayed)
 		},
 		collReplays: {
 			named("subscriptionId_id", asc("subscriptionId", "_id")),

@@ -18,14 +18,17 @@ func sortOrderKey() bson.D {
 }
 
 // JobInsertMany stores jobs (their Version set to 1, on the passed jobs
-// too), then the status events, in two unordered inserts. A job whose id is
-// stored already is left as it is, and the status events about it (Subject
-// = its id) are not written again, so repeating a call is harmless.
+// too) in one unordered insert, each holding the status events about it
+// (Subject = its id) for the status relay; the other status events are
+// inserted apart. A job whose id is stored already is left as it is, and
+// the events it would hold are not written again, so repeating a call is
+// harmless.
 func (s *Store) JobInsertMany(ctx context.Context, p *dispatch.JobInsertManyParams) error {
 	if err := s.check(); err != nil {
 		return err
 	}
 	docs := make([]any, len(p.Jobs))
+	byID := make(map[string]*jobDoc, len(p.Jobs))
 	for i, j := range p.Jobs {
 		j.Version = 1
 		doc, err := s.jobDoc(j)
@@ -33,22 +36,21 @@ func (s *Store) JobInsertMany(ctx context.Context, p *dispatch.JobInsertManyPara
 			return fmt.Errorf("insert jobs: %w", err)
 		}
 		docs[i] = doc
+		byID[j.ID] = doc
 	}
-	dups, err := insertIgnoringDuplicates(ctx, s.jobs, docs)
-	if err != nil {
-		return fmt.Errorf("insert jobs: %w", err)
-	}
-	skip := make(map[string]bool, len(dups))
-	for i := range dups {
-		skip[p.Jobs[i].ID] = true
-	}
-	events := make([]stream.Event, 0, len(p.Events))
-	for _, e := range p.Events {
-		if !skip[e.Subject] {
-			events = append(events, e)
+	var apart []stream.Event
+	for i := range p.Events {
+		if doc := byID[p.Events[i].Subject]; doc != nil {
+			holdStatusEvents(doc, []statusEventDoc{toStatusEventDoc(&p.Events[i])})
+		} else {
+			apart = append(apart, p.Events[i])
 		}
 	}
-	if err := s.insertStatusEvents(ctx, events); err != nil {
+	if _, err := insertIgnoringDuplicates(ctx, s.jobs, docs); err != nil {
+		return fmt.Errorf("insert jobs: %w", err)
+	}
+	s.relay.poke()
+	if err := s.insertStatusEvents(ctx, apart); err != nil {
 		return fmt.Errorf("insert jobs: insert status events: %w", err)
 	}
 	return nil
@@ -130,11 +132,12 @@ func (s *Store) JobList(ctx context.Context, p *dispatch.JobListParams) (*dispat
 	return &dispatch.JobPage{Jobs: jobs, NextCursor: next}, nil
 }
 
-// JobUpdate replaces the stored job when its version is p.Job.Version (a
-// ReplaceOne filtered on id and version, behind a write guard: see
-// replaceJob), with its operational outbox events (p.Outbox) inside the
-// replaced document, then sets p.Job.Version to the new version and stores
-// the status events. It returns
+// JobUpdate replaces the stored job when its version is p.Job.Version (one
+// update filtered on id and version, behind a write guard on FerretDB: see
+// replaceJob), with its operational outbox events (p.Outbox) and its
+// status events (p.Events, which the status relay moves to statusEvents)
+// inside the written document, then sets p.Job.Version to the new
+// version. It returns
 // store.ErrConflict when the version moved on, store.ErrNotFound when the
 // job is gone; either way nothing is written and p.Job is unchanged.
 func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) error {
@@ -150,12 +153,15 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 	for i := range p.Outbox {
 		doc.Outbox = append(doc.Outbox, toStatusEventDoc(&p.Outbox[i]))
 	}
+	for i := range p.Events {
+		doc.StatusOutbox = append(doc.StatusOutbox, toStatusEventDoc(&p.Events[i]))
+	}
 	if err := s.replaceJob(ctx, j.ID, j.Version, doc); err != nil {
 		return fmt.Errorf("update job %s at version %d: %w", j.ID, j.Version, err)
 	}
 	j.Version = doc.Version
-	if err := s.insertStatusEvents(ctx, p.Events); err != nil {
-		return fmt.Errorf("update job %s: insert status events: %w", j.ID, err)
+	if len(p.Events) > 0 {
+		s.relay.poke()
 	}
 	return nil
 }

@@ -62,6 +62,13 @@ type jobDoc struct {
 	Outbox        []statusEventDoc `bson:"operationalOutbox,omitempty"`
 	OutboxPending string           `bson:"operationalOutboxPending,omitempty"`
 	OutboxAt      *time.Time       `bson:"operationalOutboxAt,omitempty"`
+
+	// StatusOutbox are the status events of the job's writes not yet
+	// relayed to the statusEvents collection (see statusRelay), stored by
+	// the job's own write; while it holds any, StatusPending is
+	// statusPendingValue (indexed, found by a string equality).
+	StatusOutbox  []statusEventDoc `bson:"statusOutbox,omitempty"`
+	StatusPending string           `bson:"statusOutboxPending,omitempty"`
 }
 
 // retryDoc is a dispatch.Retry as stored.

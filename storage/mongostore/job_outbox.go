@@ -26,6 +26,8 @@ type jobOutboxHolder struct {
 	Version  int64            `bson:"version"`
 	Outbox   []statusEventDoc `bson:"operationalOutbox"`
 	OutboxAt *time.Time       `bson:"operationalOutboxAt"`
+	// StatusOutbox are the held status events (see statusRelay).
+	StatusOutbox []statusEventDoc `bson:"statusOutbox"`
 }
 
 // jobHasOutbox matches the job documents holding outbox events: a string
@@ -39,67 +41,116 @@ func jobHasOutbox() bson.D {
 
 // replaceJob replaces job id with doc when its version is expected, the
 // optimistic lock of JobUpdate (see replaceVersioned), and keeps the
-// outbox events the stored document holds and the relay has not deleted
-// yet: doc holds only the update's own. On MongoDB the filtered replace
-// matches only a document holding none (the common case, one write); one
-// holding some is read and replaced with them, filtered on the version and
-// OutboxAt read. On FerretDB the version is read under the write guard
-// anyway, and the outbox with it.
+// operational outbox events and the status events the stored document
+// holds and the relays have not taken yet: doc holds only the update's
+// own (Outbox, StatusOutbox). On MongoDB that is one update filtered on
+// id and version: $set of every job field, the update's own events
+// appended with $push. On FerretDB the version is read under the write
+// guard anyway, and the held events with it, and the document replaced.
 func (s *Store) replaceJob(ctx context.Context, id string, expected int64, doc *jobDoc) error {
-	own := doc.Outbox
-	if s.writeGuards {
-		key := fmt.Sprintf("%s/%s@%d", s.jobs.Name(), id, expected+1)
-		acquired, err := s.acquireGuard(ctx, key)
+	own, ownStatus := doc.Outbox, doc.StatusOutbox
+	if !s.writeGuards {
+		update, err := jobUpdateDoc(doc, own, ownStatus, s.nowFunc())
 		if err != nil {
 			return err
 		}
-		if !acquired {
-			return s.missingOr(ctx, s.jobs, id, store.ErrStale)
-		}
-		defer s.releaseGuard(ctx, key)
-		cur, err := s.jobOutbox(withCommandTag(ctx, tagGuard), id)
-		if err != nil {
-			return err
-		}
-		if cur.Version != expected {
-			return store.ErrStale
-		}
-		withOutbox(doc, cur.Outbox, own, s.nowFunc())
-		res, err := s.jobs.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, doc)
+		res, err := s.jobs.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "version", Value: expected}}, update)
 		if err != nil {
 			return translate(ctx, err)
 		}
 		if res.MatchedCount == 0 {
-			return store.ErrNotFound
+			return s.missingOr(ctx, s.jobs, id, store.ErrStale)
 		}
 		return nil
 	}
-	withOutbox(doc, nil, own, s.nowFunc())
-	res, err := s.jobs.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "version", Value: expected}, {Key: outboxAtField, Value: nil}}, doc)
-	if err != nil {
-		return translate(ctx, err)
-	}
-	if res.MatchedCount == 1 {
-		return nil
-	}
-	cur, err := s.jobOutbox(ctx, id)
+	key := fmt.Sprintf("%s/%s@%d", s.jobs.Name(), id, expected+1)
+	acquired, err := s.acquireGuardWaiting(ctx, key)
 	if err != nil {
 		return err
 	}
-	if cur.Version != expected || cur.OutboxAt == nil {
-		// Another writer moved the job on (or its outbox was just
-		// relayed: the caller's retry takes the one-write path).
+	if !acquired {
+		return s.missingOr(ctx, s.jobs, id, store.ErrStale)
+	}
+	defer s.releaseGuard(ctx, key)
+	cur, err := s.jobOutbox(withCommandTag(ctx, tagGuard), id)
+	if err != nil {
+		return err
+	}
+	if cur.Version != expected {
 		return store.ErrStale
 	}
 	withOutbox(doc, cur.Outbox, own, s.nowFunc())
-	res, err = s.jobs.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "version", Value: expected}, {Key: outboxAtField, Value: *cur.OutboxAt}}, doc)
+	doc.StatusOutbox, doc.StatusPending = nil, ""
+	holdStatusEvents(doc, cur.StatusOutbox)
+	holdStatusEvents(doc, ownStatus)
+	res, err := s.jobs.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, doc)
 	if err != nil {
 		return translate(ctx, err)
 	}
 	if res.MatchedCount == 0 {
-		return s.missingOr(ctx, s.jobs, id, store.ErrStale)
+		return store.ErrNotFound
 	}
 	return nil
+}
+
+// jobOptionalFields are the members of a job document that are left out
+// when empty (omitempty, outside the outboxes): an update that $sets the
+// others $unsets these when the job has none, as a replace would drop
+// them.
+func jobOptionalFields() []string {
+	return []string{"auth", "tls", "retriedAt", "traceParent"}
+}
+
+// jobUpdateDoc is JobUpdate's update on MongoDB: $set of every member of
+// doc but _id and the outboxes, $unset of the optional members it lacks,
+// and the update's own events appended to the held ones ($push), their
+// markers set (the operational outbox's start kept when earlier: $min).
+func jobUpdateDoc(doc *jobDoc, own, ownStatus []statusEventDoc, now time.Time) (bson.D, error) {
+	base := *doc
+	base.Outbox, base.OutboxPending, base.OutboxAt = nil, "", nil
+	base.StatusOutbox, base.StatusPending = nil, ""
+	raw, err := bson.Marshal(&base)
+	if err != nil {
+		return nil, fmt.Errorf("encode job: %w", err)
+	}
+	elems, err := bson.Raw(raw).Elements()
+	if err != nil {
+		return nil, fmt.Errorf("encode job: %w", err)
+	}
+	set := make(bson.D, 0, len(elems)+2)
+	present := make(map[string]bool, len(elems))
+	for _, e := range elems {
+		k := e.Key()
+		present[k] = true
+		if k != "_id" {
+			set = append(set, bson.E{Key: k, Value: e.Value()})
+		}
+	}
+	unset := bson.D{}
+	for _, k := range jobOptionalFields() {
+		if !present[k] {
+			unset = append(unset, bson.E{Key: k, Value: ""})
+		}
+	}
+	push := bson.D{}
+	update := bson.D{}
+	if len(own) > 0 {
+		push = append(push, bson.E{Key: outboxField, Value: bson.D{{Key: "$each", Value: own}}})
+		set = append(set, bson.E{Key: outboxPendingField, Value: outboxPendingValue})
+		update = append(update, bson.E{Key: "$min", Value: bson.D{{Key: outboxAtField, Value: ms(now)}}})
+	}
+	if len(ownStatus) > 0 {
+		push = append(push, bson.E{Key: statusOutboxField, Value: bson.D{{Key: "$each", Value: ownStatus}}})
+		set = append(set, bson.E{Key: statusPendingField, Value: statusPendingValue})
+	}
+	update = append(update, bson.E{Key: "$set", Value: set})
+	if len(unset) > 0 {
+		update = append(update, bson.E{Key: "$unset", Value: unset})
+	}
+	if len(push) > 0 {
+		update = append(update, bson.E{Key: "$push", Value: push})
+	}
+	return update, nil
 }
 
 // jobOutbox reads the version and the outbox of job id (on _id alone, the
@@ -107,7 +158,7 @@ func (s *Store) replaceJob(ctx context.Context, id string, expected int64, doc *
 func (s *Store) jobOutbox(ctx context.Context, id string) (*jobOutboxHolder, error) {
 	var cur jobOutboxHolder
 	err := s.jobs.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, options.FindOne().SetProjection(bson.D{
-		{Key: "version", Value: 1}, {Key: outboxField, Value: 1}, {Key: outboxAtField, Value: 1},
+		{Key: "version", Value: 1}, {Key: outboxField, Value: 1}, {Key: outboxAtField, Value: 1}, {Key: statusOutboxField, Value: 1},
 	})).Decode(&cur)
 	if err != nil {
 		return nil, translate(ctx, err)

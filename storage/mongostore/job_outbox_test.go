@@ -11,9 +11,9 @@ import (
 	"github.com/hooklane/hooklane/stream"
 )
 
-// The job outbox on both paths of JobUpdate: MongoDB's one filtered
-// replace (which matches only a job holding no outbox event, and takes a
-// read and a second replace for one that does) and FerretDB's write guard.
+// The job outbox on both paths of JobUpdate: MongoDB's one update filtered
+// on id and version (appending the update's outbox events to the held
+// ones with $push) and FerretDB's write guard (read, then replace).
 // storetest's JobOutbox case covers the server's own path; this one forces
 // each.
 func TestJobOutboxOnBothWritePaths(t *testing.T) {

@@ -1,6 +1,7 @@
 package mongostore_test
 
 import (
+	"strings"
 	"sync"
 	"testing"
 
@@ -18,6 +19,9 @@ type commandCounter struct {
 }
 
 func (c *commandCounter) add(name string) {
+	if strings.HasPrefix(name, "relay:") {
+		return // the status relay's, whenever its goroutine runs
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n[name]++

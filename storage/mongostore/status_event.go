@@ -189,10 +189,14 @@ func (s *Store) StatusEventListAfter(ctx context.Context, p *stream.ListAfterPar
 }
 
 // StatusEventListBySubject returns the events of one job or event, in
-// ascending id.
+// ascending id. It first runs a round of the status relay, so the events
+// of every job write that returned before the call are listed.
 func (s *Store) StatusEventListBySubject(ctx context.Context, subject string) ([]stream.Event, error) {
 	if err := s.check(); err != nil {
 		return nil, err
+	}
+	if err := s.relay.flush(ctx); err != nil {
+		return nil, fmt.Errorf("list status events of %s: %w", subject, err)
 	}
 	docs, err := findAll[statusEventDoc](ctx, s.statusEvents, bson.D{{Key: "subject", Value: subject}},
 		options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))

@@ -5,7 +5,10 @@
 // them (FerretDB, standalone servers). Writes that span several documents are
 // made idempotent instead: events first, then their jobs (deterministic ids),
 // then status events, and the event's fannedOutAt marker last, so a crash in
-// between leaves work the fan-out recovery poller finishes.
+// between leaves work the fan-out recovery poller finishes. A job's status
+// events are written inside the job's own document by the write that
+// causes them, and moved to the statusEvents collection by a relay
+// (statusRelay).
 //
 // Every time is stored as a BSON date, which keeps milliseconds: the adapter
 // truncates times to the millisecond, in UTC, on the way in.
@@ -77,13 +80,22 @@ type Config struct {
 	// guard's (taking it, the version read under it, releasing it:
 	// "guard:insert", "guard:find", "guard:delete"; see replaceVersioned)
 	// and the per-document updates FerretDB gets where MongoDB gets one
-	// command for many ("ferretdb:update").
+	// command for many ("ferretdb:update"). The status relay's commands,
+	// which MongoDB gets too, are named "relay:find", "relay:insert",
+	// "relay:update" (see statusRelay).
 	OnCommandFunc func(name string)
 	// Box seals the secrets the store writes (subscriptions' signing
 	// secrets, auth secrets and TLS client keys; jobs' signing secrets,
 	// auth and TLS keys) and opens them as it reads them (secrets.go).
 	// Nil stores them in plain text and fails to read a sealed one.
 	Box *secretbox.Box
+	// StatusRelayInterval is the least time between two rounds of the
+	// relay that moves the status events job writes hold in the job's
+	// document to the statusEvents collection (see statusRelay): a status
+	// event reaches the stream's tailers within about this much. Default
+	// StatusRelayIntervalDefault (200 ms), well inside the tailer's
+	// settle delay (stream.SettleDefault, 500 ms).
+	StatusRelayInterval time.Duration
 }
 
 func (c *Config) validate() error {
@@ -128,6 +140,9 @@ type Store struct {
 	// its documents are event ids (strings), marked at the shared update's
 	// time (callers rely on the marker's presence, not its value).
 	fanOutMarks groupInserter
+	// relay moves the status events held in job documents to
+	// statusEvents; its goroutine runs from Open to Close.
+	relay *statusRelay
 }
 
 // Open connects to the server at cfg.URI, checks that it answers and creates
@@ -192,6 +207,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("open mongo store: %w", err)
 	}
+	s.relay = newStatusRelay(s, cmp.Or(cfg.StatusRelayInterval, StatusRelayIntervalDefault))
+	// What an earlier process left held in job documents is relayed now.
+	if err := s.relay.flush(ctx); err != nil {
+		_ = client.Disconnect(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("open mongo store: %w", err)
+	}
+	go s.relay.run(context.WithoutCancel(ctx))
 	s.logger.DebugContext(ctx, "mongo store opened", "database", db.Name(), "write_guards", s.writeGuards)
 	return s, nil
 }
@@ -262,6 +284,7 @@ func (s *Store) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
 	}
+	s.relay.close()
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	if err := s.client.Disconnect(ctx); err != nil {
