@@ -14,15 +14,16 @@ type threadClock struct {
 	id int32
 }
 
-// currentThreadClock is the clock of the calling goroutine's OS thread; the
-// caller holds runtime.LockOSThread while the clock is read. ok is false when
-// the thread's clock cannot be read (the watchdog then measures wall time).
-func currentThreadClock() (c threadClock, ok bool) {
+// currentThreadClock is the clock of the calling goroutine's OS thread and
+// its time now; the caller holds runtime.LockOSThread while the clock is
+// read. ok is false when the thread's clock cannot be read (the watchdog
+// then measures wall time).
+func currentThreadClock() (c threadClock, now time.Duration, ok bool) {
 	// clockid for another thread of the process: the kernel's
 	// MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED), ~tid<<3 | PERTHREAD | SCHED.
 	c = threadClock{id: int32(^unix.Gettid()<<3 | 6)} //nolint:gosec // G115: a thread id fits the kernel's 32-bit clockid encoding
-	_, ok = c.now()
-	return c, ok
+	now, ok = c.now()
+	return c, now, ok
 }
 
 // now is the thread's CPU time so far.

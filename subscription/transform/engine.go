@@ -308,8 +308,9 @@ func (t *inputText) changed(sb *sandbox, s string) (bool, error) {
 // when empty), headers, payload, eventType, eventId, attempt, cancel.
 func buildInput(rt *goja.Runtime, in Input, payload goja.Value) (*goja.Object, error) {
 	headers := rt.NewObject()
+	proto := headers.Prototype()
 	for _, k := range slices.Sorted(maps.Keys(in.Headers)) {
-		if err := define(headers, k, rt.ToValue(in.Headers[k])); err != nil {
+		if err := put(headers, proto, k, rt.ToValue(in.Headers[k])); err != nil {
 			return nil, err
 		}
 	}
@@ -331,7 +332,7 @@ func buildInput(rt *goja.Runtime, in Input, payload goja.Value) (*goja.Object, e
 		if m.name == "url" && in.URL == "" {
 			continue
 		}
-		if err := define(arg, m.name, m.v); err != nil {
+		if err := put(arg, proto, m.name, m.v); err != nil {
 			return nil, err
 		}
 	}

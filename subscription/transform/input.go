@@ -56,16 +56,23 @@ type jsonParser struct {
 	canonical bool
 }
 
-// put gives obj the own data property key, as JSON.parse does. A key that
-// Object.prototype lacks is simply set (for a fresh plain object the same
-// own, writable, enumerable, configurable property, at a third of
-// DefineDataProperty's cost); a key it has ("__proto__", "toString", …) is
-// defined, since setting it would reach the frozen prototype's property.
+// put gives obj the own data property key, as JSON.parse does.
 func (p *jsonParser) put(obj *goja.Object, key string, v goja.Value) error {
 	if p.objectProto == nil {
 		p.objectProto = obj.Prototype()
 	}
-	if p.objectProto == nil || p.objectProto.Get(key) != nil {
+	return put(obj, p.objectProto, key, v)
+}
+
+// put gives obj, a fresh plain object whose prototype is proto
+// (Object.prototype), the own data property key, as JSON.parse does. A key
+// that proto lacks is simply set (for a fresh plain object the same own,
+// writable, enumerable, configurable property, at a third of
+// DefineDataProperty's cost); a key it has ("__proto__", "toString",
+// "constructor", …) is defined, since setting it would reach the frozen
+// prototype's property.
+func put(obj, proto *goja.Object, key string, v goja.Value) error {
+	if proto == nil || proto.Get(key) != nil {
 		return define(obj, key, v)
 	}
 	if err := obj.Set(key, v); err != nil {

@@ -90,6 +90,16 @@ func TestRunInputKeysOfObjectPrototype(t *testing.T) {
 	}`, in)
 	require.NoError(t, err)
 	require.JSONEq(t, `[["hasOwnProperty","__proto__","toString","constructor","plain"],true,true,1,"x",true]`, string(out.Payload))
+
+	// The same for the headers object: a header named like a prototype's
+	// key is an own property too.
+	in.Headers = map[string]string{"constructor": "c", "__proto__": "p", "x-team": "orders"}
+	out, err = run(t, e, `function handler(w) {
+		var h = w.headers;
+		return {payload: [Object.keys(h), Object.getPrototypeOf(h) === Object.prototype, h.constructor, h.__proto__]};
+	}`, in)
+	require.NoError(t, err)
+	require.JSONEq(t, `[["__proto__","constructor","x-team"],true,"c","p"]`, string(out.Payload))
 }
 
 // The scan's fast path for numbers agrees with the slow one: a number it

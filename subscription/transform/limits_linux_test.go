@@ -22,7 +22,7 @@ import (
 // many times the limit; the endless loops beside it still time out. Not
 // parallel: it saturates the CPUs.
 func TestRunTimeLimitCountsTheRunNotTheWait(t *testing.T) { //nolint:paralleltest // saturates every CPU: runs alone
-	_, ok := currentThreadClock()
+	_, _, ok := currentThreadClock()
 	require.True(t, ok, "Linux offers every thread a CPU-time clock")
 	prog, err := Compile(busyHandler)
 	require.NoError(t, err)

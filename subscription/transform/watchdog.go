@@ -67,10 +67,7 @@ func readAllocs() uint64 {
 // begin starts watching r. It is called on the run's goroutine, locked to its
 // OS thread, so the thread's CPU clock is the run's.
 func (w *watchdog) begin(r *watched) {
-	r.clock, r.hasClock = currentThreadClock()
-	if r.hasClock {
-		r.cpu0, r.hasClock = r.clock.now()
-	}
+	r.clock, r.cpu0, r.hasClock = currentThreadClock()
 	r.start, r.allocs0 = time.Now(), readAllocs()
 	w.mu.Lock()
 	defer w.mu.Unlock()
