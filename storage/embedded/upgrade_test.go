@@ -3,6 +3,7 @@ package embedded_test
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -217,4 +218,80 @@ func TestOpenMovesTheStatusEventsLeftInTheOutbox(t *testing.T) {
 	outbox, err := s.Store.StatusEventListAfter(t.Context(), &stream.ListAfterParams{Limit: 10})
 	require.NoError(t, err)
 	require.Empty(t, outbox, "moved, not copied")
+}
+
+// TestUpgradeReadsJobsOfFormat1: testdata/format1 is a data directory
+// written by the release before the binary job values (3facead: the data
+// of writeOldData copied from SQLite into Pebble at open, every job a JSON
+// document — format 1), and testdata/format1-jobs.json the jobs it stored.
+// This version reads each job as it was stored (secret and version
+// included); a job it updates is stored in the binary form (format 2) and
+// reads back after a restart; the jobs it did not write stay in format 1.
+func TestUpgradeReadsJobsOfFormat1(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "format1"))))
+	raw, err := os.ReadFile(filepath.Join("testdata", "format1-jobs.json"))
+	require.NoError(t, err)
+	type plainJob dispatch.Job
+	var stored []struct {
+		Job     *plainJob `json:"job"`
+		Secret  string    `json:"secret"`
+		Version int64     `json:"version"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &stored))
+	require.Len(t, stored, 4)
+	jobs := make([]*dispatch.Job, len(stored))
+	for i, s := range stored {
+		jobs[i] = (*dispatch.Job)(s.Job)
+		jobs[i].Secret, jobs[i].Version = s.Secret, s.Version
+	}
+	box, err := secretbox.New(bytes.Repeat([]byte{7}, secretbox.KeySize))
+	require.NoError(t, err)
+
+	s, err := embedded.Open(ctx, embedded.Config{Dir: dir, Box: box})
+	require.NoError(t, err)
+	for _, want := range jobs {
+		got, err := s.JobGetByID(ctx, want.ID)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "a format-1 job reads as stored")
+		format, err := s.Data().JobFormat(ctx, want.ID)
+		require.NoError(t, err)
+		require.Equal(t, 1, format)
+	}
+	// A claim of the QUEUED event job and a failed attempt of the TASK job
+	// (its secret sealed in the record).
+	at := baseTime().Add(time.Hour)
+	queued, task := jobs[1], jobs[3]
+	require.Equal(t, dispatch.StatusQueued, queued.Status)
+	require.NotEmpty(t, task.Secret)
+	lease := at.Add(time.Minute)
+	queued.Status, queued.Worker, queued.LeaseExpiresAt, queued.UpdatedAt = dispatch.StatusInProgress, "w-1", &lease, at
+	lastErr := "HTTP 503"
+	task.AttemptCount, task.LastError, task.NextAttemptAt, task.UpdatedAt = 1, &lastErr, &lease, at
+	task.Attempts = append(task.Attempts, dispatch.Attempt{Attempt: 1, StartedAt: at, DurationMs: 12, StatusCode: 503, Error: lastErr})
+	for _, j := range []*dispatch.Job{queued, task} {
+		ev := j.StatusEvent(idgen.New(nil).New(), stream.TypeDispatchStarted, at)
+		require.NoError(t, s.JobUpdate(ctx, &dispatch.JobUpdateParams{Job: j, Events: []stream.Event{ev}}))
+		format, err := s.Data().JobFormat(ctx, j.ID)
+		require.NoError(t, err)
+		require.Equal(t, 2, format, "an updated job is stored in the binary form")
+	}
+	require.NoError(t, s.Close())
+
+	s, err = embedded.Open(ctx, embedded.Config{Dir: dir, Box: box})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	for i, want := range jobs {
+		got, err := s.JobGetByID(ctx, want.ID)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "after a restart")
+		format, err := s.Data().JobFormat(ctx, want.ID)
+		require.NoError(t, err)
+		require.Equal(t, map[bool]int{true: 2, false: 1}[i == 1 || i == 3], format)
+	}
+	due, err := s.JobListDue(ctx, &dispatch.JobListDueParams{Status: dispatch.StatusInProgress, Now: lease, Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, []*dispatch.Job{queued}, due, "the indexes follow the update")
 }

@@ -15,20 +15,31 @@ import (
 	"github.com/hooklane/hooklane/subscription/replay"
 )
 
-// jobFormat is the first byte of a job's value: its encoding version.
-const jobFormat = 1
+// The first byte of a job's value is its encoding version: the header
+// (the fields the indexes and list filters read) is the same in both, the
+// job itself differs. Format 1 (a JSON document) is read, never written:
+// a job stored by an earlier version moves to format 2 with its next
+// update.
+const (
+	// jobFormatJSON: the job as a JSON document (jobDocument).
+	jobFormatJSON = 1
+	// jobFormatBinary: the job in dispatch's binary form (AppendJobBinary),
+	// written from session 13 on.
+	jobFormatBinary = 2
+)
 
-// jobDocument is the stored form of a job: its fields with their JSON tags
-// but without the API's MarshalJSON, so the storage format does not follow
-// changes to the API's rendering (sqlitestore's document, the same bytes).
+// jobDocument is the format-1 form of a job: its fields with their JSON
+// tags but without the API's MarshalJSON (sqlitestore's document, the
+// same bytes).
 type jobDocument dispatch.Job
 
 // jobRecord is a job as stored: the fields its indexes and the list
-// filters read, its signing secret, then its JSON document.
+// filters read, its signing secret, then the job in its format.
 type jobRecord struct {
 	id, status, orderKey, subscriptionID, subscription string
 	eventID, code, group, delivery, secret             string
 	version, createdAt, updatedAt, nextAt, leaseAt     int64
+	format                                             byte
 	doc                                                []byte
 }
 
@@ -57,16 +68,16 @@ func encodeJob(j *dispatch.Job, version int64) (*jobRecord, error) {
 			c.Attempts[i].StartedAt = msUTC(c.Attempts[i].StartedAt)
 		}
 	}
-	doc, err := json.Marshal((*jobDocument)(&c))
-	if err != nil {
-		return nil, fmt.Errorf("encode job %s: %w", j.ID, err)
-	}
+	// The header holds the secret and the version.
+	c.Secret, c.Version = "", 0
+	doc := dispatch.AppendJobBinary(make([]byte, 0, 512), &c)
 	return &jobRecord{
 		id: j.ID, status: string(j.Status), orderKey: j.OrderKey(), subscriptionID: j.SubscriptionID,
 		subscription: j.Subscription, eventID: j.EventID, code: j.Code, group: j.MessageGroup,
 		delivery: string(j.Delivery), secret: j.Secret, version: version,
 		createdAt: j.CreatedAt.UnixMilli(), updatedAt: j.UpdatedAt.UnixMilli(),
-		nextAt: millisOr(j.NextAttemptAt, noTime), leaseAt: millisOr(j.LeaseExpiresAt, noTime), doc: doc,
+		nextAt: millisOr(j.NextAttemptAt, noTime), leaseAt: millisOr(j.LeaseExpiresAt, noTime),
+		format: jobFormatBinary, doc: doc,
 	}, nil
 }
 
@@ -84,7 +95,7 @@ func (s *Store) newJobRecords(jobs []*dispatch.Job, version int64) ([]*jobRecord
 
 func (r *jobRecord) value() []byte {
 	e := enc{b: make([]byte, 0, 160+len(r.doc))}
-	e.b = append(e.b, jobFormat)
+	e.b = append(e.b, r.format)
 	e.i64(r.version)
 	e.str(r.status)
 	e.str(r.orderKey)
@@ -105,11 +116,11 @@ func (r *jobRecord) value() []byte {
 
 // parseJobRecord decodes a job's value; doc aliases v.
 func parseJobRecord(id string, v []byte) (*jobRecord, error) {
-	if len(v) == 0 || v[0] != jobFormat {
+	if len(v) == 0 || (v[0] != jobFormatJSON && v[0] != jobFormatBinary) {
 		return nil, fmt.Errorf("decode job %s: %w", id, errCorrupt)
 	}
 	d := dec{b: v[1:]}
-	r := &jobRecord{id: id}
+	r := &jobRecord{id: id, format: v[0]}
 	r.version = d.i64()
 	r.status = d.str()
 	r.orderKey = d.str()
@@ -133,9 +144,17 @@ func parseJobRecord(id string, v []byte) (*jobRecord, error) {
 
 // jobSealed decodes the record into a job, its secrets as stored.
 func (r *jobRecord) jobSealed() (*dispatch.Job, error) {
-	j := &dispatch.Job{}
-	if err := json.Unmarshal(r.doc, (*jobDocument)(j)); err != nil {
-		return nil, fmt.Errorf("decode job %s: %w", r.id, err)
+	var j *dispatch.Job
+	if r.format == jobFormatBinary {
+		var err error
+		if j, err = dispatch.ParseJobBinary(r.doc); err != nil {
+			return nil, fmt.Errorf("decode job %s: %w", r.id, err)
+		}
+	} else {
+		j = &dispatch.Job{}
+		if err := json.Unmarshal(r.doc, (*jobDocument)(j)); err != nil {
+			return nil, fmt.Errorf("decode job %s: %w", r.id, err)
+		}
 	}
 	j.Secret = r.secret
 	j.Version = r.version
@@ -367,6 +386,24 @@ func (s *Store) JobGetByID(_ context.Context, id string) (*dispatch.Job, error) 
 		return nil, fmt.Errorf("get job %s: %w", id, err)
 	}
 	return j, nil
+}
+
+// JobFormat returns the encoding version of a job's stored value
+// (jobFormatJSON 1, jobFormatBinary 2), 0 when the job is not stored: for
+// the upgrade's tests and diagnostics.
+func (s *Store) JobFormat(_ context.Context, id string) (int, error) {
+	format := 0
+	err := s.read(func(db *pebble.DB) error {
+		r, err := getJobRecord(db, id)
+		if r != nil {
+			format = int(r.format)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("get job %s: %w", id, err)
+	}
+	return format, nil
 }
 
 // jobsAt reads the jobs with the given ids that exist, in the ids' order.
