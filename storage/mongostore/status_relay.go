@@ -34,6 +34,13 @@ const (
 	statusRelayBatch = 500
 	// statusRelayRoundTimeout bounds one round.
 	statusRelayRoundTimeout = 30 * time.Second
+	// statusRelayClearBudget bounds the time a round spends clearing on
+	// FerretDB, one job at a time under its write guard (four commands
+	// each): the events are in statusEvents before the clear starts, and
+	// a long clear would delay the next round's, so the jobs left are
+	// cleared by later rounds (their events inserted again meanwhile,
+	// the duplicates ignored).
+	statusRelayClearBudget = 100 * time.Millisecond
 )
 
 // statusHolder is a job document's held status events, with its version.
@@ -209,7 +216,11 @@ func (r *statusRelay) clear(ctx context.Context, held []statusHolder) (int, erro
 	// of its next version step, as a JobUpdate does (which waits for it
 	// briefly, see replaceJob), and leaves the version as it is.
 	cleared := 0
+	deadline := time.Now().Add(statusRelayClearBudget)
 	for i := range held {
+		if time.Now().After(deadline) {
+			break
+		}
 		ok, err := r.clearGuarded(withCommandTagIf(ctx, i > 0, tagFerretDB), &held[i], unset)
 		if err != nil {
 			return cleared, err
