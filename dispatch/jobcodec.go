@@ -85,12 +85,25 @@ func AppendJobBinary(b []byte, j *Job) []byte {
 // ParseJobBinary decodes the binary form AppendJobBinary writes; b must
 // hold it exactly. The job shares no memory with b.
 func ParseJobBinary(b []byte) (*Job, error) {
-	if len(b) == 0 || b[0] != jobBinaryVersion {
-		return nil, ErrJobBinary
-	}
 	// One conversion for every string of the job: they are substrings of
 	// it.
-	r := jobReader{s: string(b[1:])}
+	r := jobReader{s: string(b)}
+	j := r.job()
+	if r.err == nil && len(r.s) > 0 {
+		r.err = fmt.Errorf("%w: %d bytes after the job", ErrJobBinary, len(r.s))
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return j, nil
+}
+
+// job reads a job's binary form; nil when r fails.
+func (r *jobReader) job() *Job {
+	if r.take(1, "version") != string(rune(jobBinaryVersion)) {
+		r.fail("version")
+		return nil
+	}
 	j := &Job{}
 	j.ID = r.str()
 	j.Kind = Kind(r.str())
@@ -131,13 +144,10 @@ func ParseJobBinary(b []byte) (*Job, error) {
 	j.RetriedAt = r.optTime()
 	j.TraceParent = r.str()
 	j.Version = r.i64()
-	if r.err == nil && len(r.s) > 0 {
-		r.err = fmt.Errorf("%w: %d bytes after the job", ErrJobBinary, len(r.s))
-	}
 	if r.err != nil {
-		return nil, r.err
+		return nil
 	}
-	return j, nil
+	return j
 }
 
 // jobWriter appends the parts of a job's binary form.
@@ -150,6 +160,12 @@ func (w *jobWriter) int(v int64) { w.b = binary.AppendVarint(w.b, v) }
 func (w *jobWriter) str(s string) {
 	w.uvarint(uint64(len(s)))
 	w.b = append(w.b, s...)
+}
+
+// raw writes b as str writes a string.
+func (w *jobWriter) raw(b []byte) {
+	w.uvarint(uint64(len(b)))
+	w.b = append(w.b, b...)
 }
 
 func (w *jobWriter) bool(v bool) {

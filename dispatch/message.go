@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,16 @@ import (
 // job's secret and endpoint credentials never travel through the queue
 // (its message is the id alone, as are the messages of earlier versions,
 // which are still read).
+//
+// A snapshot is written in the binary form: binaryMessagePrefix, then in
+// standard base64 (an SQS body must be text) the job's binary form
+// (AppendJobBinary, its version included) and, when it rides along, the
+// event's own fields and its CloudEvent's bytes as stored. Earlier
+// versions wrote a JSON object (messageBody), which ReadMessage still
+// reads, as it reads the bare id. An earlier version's router cannot read
+// a binary message: it drops it as unreadable, and its job, left QUEUED,
+// is moved back to PENDING by the stale-queued rescuer and sent again — a
+// delay during a rolling upgrade, not a loss.
 
 // Bounds of a message: an SQS batch of queue.MaxBatch messages stays under
 // its 256 KiB, whatever the sizes.
@@ -34,6 +45,16 @@ const (
 	// it the event is left out, then the job.
 	snapshotMaxBytes = 24 << 10
 )
+
+// binaryMessagePrefix starts a message in the binary form. No earlier
+// version writes it (their bodies are a JSON object or a job id, which
+// never holds a space), and an earlier version's ReadMessage refuses a
+// body with a space instead of taking it for an id.
+const binaryMessagePrefix = "~1 "
+
+// binaryMessageMaxBytes bounds the body ReadMessage decodes in the binary
+// form (SQS's largest message).
+const binaryMessageMaxBytes = 256 << 10
 
 // snapshotJob is a job's stored fields with its version, without the API's
 // rendering (Job.MarshalJSON).
@@ -92,36 +113,77 @@ func Message(j *Job, ev *event.Event) queue.OutMessage {
 	return m
 }
 
-// messageBodyOf encodes j's message body: a snapshot when j may carry one
-// and it fits, else the id alone.
+// messageBodyOf encodes j's message body: a snapshot in the binary form
+// when j may carry one and it fits, with its event when ev is its event
+// and small, else the id alone.
 func messageBodyOf(j *Job, ev *event.Event) []byte {
 	if !snapshottable(j) {
 		return []byte(j.ID)
 	}
-	b, err := json.Marshal(messageBody{ID: j.ID, Job: &snapshotJob{plainJob: (*plainJob)(j), Version: j.Version}})
-	if err != nil || len(b) > snapshotMaxBytes {
-		return []byte(j.ID)
+	w := jobWriter{b: make([]byte, 0, 1024)}
+	w.b = AppendJobBinary(w.b, j)
+	jobLen := len(w.b)
+	if ev != nil && ev.ID == j.EventID && len(ev.Event.Data)+len(ev.Event.DataBase64) <= snapshotEventMaxBytes {
+		if ce, err := ev.Event.MarshalJSON(); err == nil {
+			w.bool(true)
+			w.str(ev.ID)
+			w.time(ev.ReceivedAt)
+			w.str(ev.DedupKey)
+			w.str(ev.SchemaVersion)
+			w.raw(ce)
+			if body := binaryMessage(w.b); len(body) <= snapshotMaxBytes {
+				return body
+			}
+		}
 	}
-	if ev == nil || ev.ID != j.EventID || len(ev.Event.Data)+len(ev.Event.DataBase64) > snapshotEventMaxBytes {
-		return b
+	// The job alone: too big with the event, or without one.
+	w.b = w.b[:jobLen]
+	w.bool(false)
+	if body := binaryMessage(w.b); len(body) <= snapshotMaxBytes {
+		return body
 	}
-	meta, err := json.Marshal(snapshotEvent{ID: ev.ID, ReceivedAt: ev.ReceivedAt, DedupKey: ev.DedupKey, SchemaVersion: ev.SchemaVersion})
+	return []byte(j.ID)
+}
+
+// binaryMessage is the body of a message in the binary form holding b.
+func binaryMessage(b []byte) []byte {
+	out := make([]byte, len(binaryMessagePrefix), len(binaryMessagePrefix)+base64.StdEncoding.EncodedLen(len(b)))
+	copy(out, binaryMessagePrefix)
+	return base64.StdEncoding.AppendEncode(out, b)
+}
+
+// readBinaryMessage decodes a body in the binary form.
+func readBinaryMessage(body []byte) (MessageContent, error) {
+	if len(body) > binaryMessageMaxBytes {
+		return MessageContent{}, fmt.Errorf("%w: %d bytes", ErrBadMessage, len(body))
+	}
+	b, err := base64.StdEncoding.AppendDecode(nil, body[len(binaryMessagePrefix):])
 	if err != nil {
-		return b
+		return MessageContent{}, fmt.Errorf("%w: %w", ErrBadMessage, err)
 	}
-	ce, err := ev.Event.MarshalJSON()
-	if err != nil || len(b)+len(meta)+len(ce)+16 > snapshotMaxBytes {
-		return b // too big with the event: the job alone
+	r := jobReader{s: string(b)}
+	j := r.job()
+	if r.err != nil {
+		return MessageContent{}, fmt.Errorf("%w: %w", ErrBadMessage, r.err)
 	}
-	// b ends with the job's closing brace and the envelope's: add the
-	// event's fields before the last.
-	out := make([]byte, 0, len(b)+len(meta)+len(ce)+16)
-	out = append(out, b[:len(b)-1]...)
-	out = append(out, `,"event":`...)
-	out = append(out, meta...)
-	out = append(out, `,"ce":`...)
-	out = append(out, ce...)
-	return append(out, '}')
+	if j.ID == "" {
+		return MessageContent{}, ErrBadMessage
+	}
+	out := MessageContent{JobID: j.ID, Job: j}
+	if r.bool() {
+		ev := &event.Event{ID: r.str(), ReceivedAt: r.time(), DedupKey: r.str(), SchemaVersion: r.str()}
+		ce := r.str()
+		if r.err == nil && len(r.s) == 0 && ev.ID == j.EventID && ev.ID != "" {
+			if err := ev.Event.UnmarshalJSON([]byte(ce)); err != nil {
+				return MessageContent{}, fmt.Errorf("%w: event: %w", ErrBadMessage, err)
+			}
+			out.Event = ev
+		}
+	}
+	if r.err != nil || len(r.s) > 0 {
+		return MessageContent{}, fmt.Errorf("%w: bad snapshot", ErrBadMessage)
+	}
+	return out, nil
 }
 
 // MessageContent is what a job's message says: the job's id, and the
@@ -139,9 +201,17 @@ type MessageContent struct {
 // gateway writes.
 var ErrBadMessage = errors.New("queue message body is not a job message")
 
-// ReadMessage decodes a job's message body, as written by Message now or
-// by earlier versions (the id alone).
+// ReadMessage decodes a job's message body, as written by Message now (the
+// binary form, or the id alone) or by earlier versions (a JSON object, the
+// id alone).
 func ReadMessage(body []byte) (MessageContent, error) {
+	if len(body) > 0 && body[0] == binaryMessagePrefix[0] {
+		// No id starts so (ids are ULIDs): a binary body, or a damaged one.
+		if !bytes.HasPrefix(body, []byte(binaryMessagePrefix)) {
+			return MessageContent{}, ErrBadMessage
+		}
+		return readBinaryMessage(body)
+	}
 	if len(body) == 0 || body[0] != '{' {
 		if len(body) == 0 || len(body) > 256 || bytes.ContainsAny(body, " \"\n") {
 			return MessageContent{}, ErrBadMessage
