@@ -102,10 +102,13 @@ func (s *Store) EventIngest(ctx context.Context, p *dispatch.EventIngestParams) 
 		}
 		// A job's status events go in its document, the event's own
 		// (accepted) in its first job's; only an event without jobs has
-		// its status events inserted apart.
+		// its status events inserted apart (and FerretDB all of them:
+		// see Store.holdStatus).
 		for k := range it.StatusEvents {
 			e := toStatusEventDoc(&it.StatusEvents[k])
 			switch doc := byID[e.Subject]; {
+			case !s.holdStatus:
+				statusEvents = append(statusEvents, e)
 			case doc != nil:
 				holdStatusEvents(doc, []statusEventDoc{e})
 			case first != nil:
@@ -118,7 +121,7 @@ func (s *Store) EventIngest(ctx context.Context, p *dispatch.EventIngestParams) 
 	if err := s.jobInserts.Insert(ctx, jobs); err != nil {
 		return nil, fmt.Errorf("ingest events: insert jobs: %w", err)
 	}
-	if len(jobs) > 0 {
+	if len(jobs) > 0 && s.holdStatus {
 		s.relay.poke()
 	}
 	if err := s.statusInserts.Insert(ctx, statusEvents); err != nil {

@@ -41,3 +41,8 @@ func (s *Store) PlantGuard(ctx context.Context, coll, id string, version int64, 
 	}
 	return nil
 }
+
+// SetHoldStatusEvents turns on or off the job writes' holding of their
+// status events in the job's document (on MongoDB by default, see
+// Store.holdStatus), so tests reach both paths whatever the server.
+func (s *Store) SetHoldStatusEvents(on bool) { s.holdStatus = on }

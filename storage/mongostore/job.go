@@ -19,8 +19,8 @@ func sortOrderKey() bson.D {
 
 // JobInsertMany stores jobs (their Version set to 1, on the passed jobs
 // too) in one unordered insert, each holding the status events about it
-// (Subject = its id) for the status relay; the other status events are
-// inserted apart. A job whose id is stored already is left as it is, and
+// (Subject = its id) for the status relay (on FerretDB inserted apart:
+// see Store.holdStatus); the other status events are inserted apart. A job whose id is stored already is left as it is, and
 // the events it would hold are not written again, so repeating a call is
 // harmless.
 func (s *Store) JobInsertMany(ctx context.Context, p *dispatch.JobInsertManyParams) error {
@@ -40,16 +40,32 @@ func (s *Store) JobInsertMany(ctx context.Context, p *dispatch.JobInsertManyPara
 	}
 	var apart []stream.Event
 	for i := range p.Events {
-		if doc := byID[p.Events[i].Subject]; doc != nil {
+		if doc := byID[p.Events[i].Subject]; doc != nil && s.holdStatus {
 			holdStatusEvents(doc, []statusEventDoc{toStatusEventDoc(&p.Events[i])})
 		} else {
 			apart = append(apart, p.Events[i])
 		}
 	}
-	if _, err := insertIgnoringDuplicates(ctx, s.jobs, docs); err != nil {
+	dups, err := insertIgnoringDuplicates(ctx, s.jobs, docs)
+	if err != nil {
 		return fmt.Errorf("insert jobs: %w", err)
 	}
-	s.relay.poke()
+	if s.holdStatus {
+		s.relay.poke()
+	}
+	if len(dups) > 0 {
+		skip := make(map[string]bool, len(dups))
+		for i := range dups {
+			skip[p.Jobs[i].ID] = true
+		}
+		kept := apart[:0]
+		for _, e := range apart {
+			if !skip[e.Subject] {
+				kept = append(kept, e)
+			}
+		}
+		apart = kept
+	}
 	if err := s.insertStatusEvents(ctx, apart); err != nil {
 		return fmt.Errorf("insert jobs: insert status events: %w", err)
 	}
@@ -137,7 +153,8 @@ func (s *Store) JobList(ctx context.Context, p *dispatch.JobListParams) (*dispat
 // replaceJob), with its operational outbox events (p.Outbox) and its
 // status events (p.Events, which the status relay moves to statusEvents)
 // inside the written document, then sets p.Job.Version to the new
-// version. It returns
+// version. (On FerretDB the status events are inserted apart, after the
+// job: see Store.holdStatus.) It returns
 // store.ErrConflict when the version moved on, store.ErrNotFound when the
 // job is gone; either way nothing is written and p.Job is unchanged.
 func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) error {
@@ -153,13 +170,21 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 	for i := range p.Outbox {
 		doc.Outbox = append(doc.Outbox, toStatusEventDoc(&p.Outbox[i]))
 	}
-	for i := range p.Events {
-		doc.StatusOutbox = append(doc.StatusOutbox, toStatusEventDoc(&p.Events[i]))
+	if s.holdStatus {
+		for i := range p.Events {
+			doc.StatusOutbox = append(doc.StatusOutbox, toStatusEventDoc(&p.Events[i]))
+		}
 	}
 	if err := s.replaceJob(ctx, j.ID, j.Version, doc); err != nil {
 		return fmt.Errorf("update job %s at version %d: %w", j.ID, j.Version, err)
 	}
 	j.Version = doc.Version
+	if !s.holdStatus {
+		if err := s.insertStatusEvents(ctx, p.Events); err != nil {
+			return fmt.Errorf("update job %s: insert status events: %w", j.ID, err)
+		}
+		return nil
+	}
 	if len(p.Events) > 0 {
 		s.relay.poke()
 	}

@@ -112,6 +112,20 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, newTestEnv(t).newStoreFunc())
 }
 
+// TestStoreHoldingStatusEvents runs the conformance suite with job writes
+// holding their status events for the relay (MongoDB's path) on whatever
+// server the tests use, FerretDB's write guards included.
+func TestStoreHoldingStatusEvents(t *testing.T) {
+	t.Parallel()
+	env := newTestEnv(t)
+	storetest.Run(t, func(tb testing.TB) storetest.Store {
+		tb.Helper()
+		s := env.open(tb, env.newDatabase(tb), nil)
+		s.SetHoldStatusEvents(true)
+		return s
+	})
+}
+
 func TestStoreSealed(t *testing.T) {
 	t.Parallel()
 	env := newTestEnv(t)

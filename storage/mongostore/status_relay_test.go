@@ -80,6 +80,7 @@ func TestStatusEventsHeldByTheJobWrite(t *testing.T) {
 			db := b.env.newDatabase(t)
 			s := b.env.open(t, db, func(cfg *mongostore.Config) { cfg.StatusRelayInterval = relayIdle })
 			s.SetWriteGuards(guards)
+			s.SetHoldStatusEvents(true)
 
 			job := b.newJob("")
 			created := job.StatusEvent(b.ids.New(), stream.TypeDispatchQueued, baseTime())
@@ -129,6 +130,7 @@ func TestStatusRelayMovesEventsByItself(t *testing.T) {
 	db := b.env.newDatabase(t)
 
 	left := b.env.open(t, db, func(cfg *mongostore.Config) { cfg.StatusRelayInterval = relayIdle })
+	left.SetHoldStatusEvents(true)
 	orphan := b.newJob("")
 	orphanEvent := orphan.StatusEvent(b.ids.New(), stream.TypeDispatchQueued, baseTime())
 	require.NoError(t, left.JobInsertMany(b.ctx, &dispatch.JobInsertManyParams{Jobs: []*dispatch.Job{orphan}, Events: []stream.Event{orphanEvent}}))
@@ -136,6 +138,7 @@ func TestStatusRelayMovesEventsByItself(t *testing.T) {
 	require.Equal(t, []string{orphanEvent.ID}, heldStatusEvents(t, b, db, orphan.ID))
 
 	s := b.env.open(t, db, func(cfg *mongostore.Config) { cfg.StatusRelayInterval = 10 * time.Millisecond })
+	s.SetHoldStatusEvents(true)
 	require.Equal(t, []string{orphanEvent.ID}, relayedStatusEvents(t, b, db, orphan.ID), "the next process relays what the stopped one held as it opens")
 
 	job := b.newJob("")
@@ -159,6 +162,9 @@ func TestStatusRelayOfSeveralInstances(t *testing.T) {
 	db := b.env.newDatabase(t)
 	fast := func(cfg *mongostore.Config) { cfg.StatusRelayInterval = time.Millisecond }
 	stores := []*mongostore.Store{b.env.open(t, db, fast), b.env.open(t, db, fast), b.env.open(t, db, fast)}
+	for _, s := range stores {
+		s.SetHoldStatusEvents(true)
+	}
 
 	const jobs, writes = 6, 4
 	var wg sync.WaitGroup
