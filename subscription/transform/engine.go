@@ -537,8 +537,13 @@ func runErrorOf(err error, cfg Config) error {
 	}
 	if interrupted, ok := errors.AsType[*goja.InterruptedError](err); ok {
 		kind, _ := interrupted.Value().(Kind)
-		if kind == kindMemorySuspect {
+		switch kind {
+		case kindMemorySuspect:
 			return errMemorySuspect
+		case kindWhole:
+			// Stopped to run again on a whole input, which the watchdog or
+			// ctx then stopped (Engine.runOnce): a timeout.
+			kind = KindTimeout
 		}
 		re = &RunError{Kind: cmp.Or(kind, KindTimeout)}
 		switch re.Kind {
