@@ -537,10 +537,10 @@ func runErrorOf(err error, cfg Config) error {
 	}
 	if interrupted, ok := errors.AsType[*goja.InterruptedError](err); ok {
 		kind, _ := interrupted.Value().(Kind)
-		switch kind {
-		case kindMemorySuspect:
+		if kind == kindMemorySuspect {
 			return errMemorySuspect
-		case kindWhole:
+		}
+		if kind == kindWhole {
 			// Stopped to run again on a whole input, which the watchdog or
 			// ctx then stopped (Engine.runOnce): a timeout.
 			kind = KindTimeout
