@@ -294,4 +294,17 @@ func TestUpgradeReadsJobsOfFormat1(t *testing.T) {
 	due, err := s.JobListDue(ctx, &dispatch.JobListDueParams{Status: dispatch.StatusInProgress, Now: lease, Limit: 10})
 	require.NoError(t, err)
 	require.Equal(t, []*dispatch.Job{queued}, due, "the indexes follow the update")
+	// The status events: six stored with their data as JSON objects, two
+	// with it in the binary form.
+	feed, err := s.StatusEventListAfter(ctx, &stream.ListAfterParams{Limit: 100})
+	require.NoError(t, err)
+	require.Len(t, feed, 8)
+	for _, e := range feed[:6] {
+		require.NotEmpty(t, e.Data.EventID+e.Data.JobID, "an earlier status event's data is read")
+	}
+	started, err := s.StatusEventListBySubject(ctx, task.ID)
+	require.NoError(t, err)
+	require.Equal(t, stream.TypeDispatchStarted, started[len(started)-1].Type)
+	require.Equal(t, task.ID, started[len(started)-1].Data.JobID)
+	require.Equal(t, 1, started[len(started)-1].Data.Attempt)
 }

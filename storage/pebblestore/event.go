@@ -186,10 +186,7 @@ func (s *Store) EventIngest(ctx context.Context, p *dispatch.EventIngestParams) 
 		if err != nil {
 			return nil, fmt.Errorf("ingest events: %w", err)
 		}
-		st, err := newStatusRecords(it.StatusEvents)
-		if err != nil {
-			return nil, fmt.Errorf("ingest events: %w", err)
-		}
+		st := newStatusRecords(it.StatusEvents)
 		items[i] = ingestRecord{event: ev, jobs: jobs, status: st}
 	}
 	results := make([]dispatch.EventIngestResult, len(items))

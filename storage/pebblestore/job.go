@@ -340,10 +340,7 @@ func (s *Store) JobInsertMany(ctx context.Context, p *dispatch.JobInsertManyPara
 	if err != nil {
 		return fmt.Errorf("insert jobs: %w", err)
 	}
-	events, err := newStatusRecords(p.Events)
-	if err != nil {
-		return fmt.Errorf("insert jobs: %w", err)
-	}
+	events := newStatusRecords(p.Events)
 	var inserted []int
 	err = s.write(ctx, func(tx *writeTx) error {
 		var err error
@@ -553,14 +550,8 @@ func (s *Store) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) erro
 	if err != nil {
 		return fmt.Errorf("update job %s: %w", j.ID, err)
 	}
-	events, err := newStatusRecords(p.Events)
-	if err != nil {
-		return fmt.Errorf("update job %s: %w", j.ID, err)
-	}
-	outbox, err := newStatusRecords(p.Outbox)
-	if err != nil {
-		return fmt.Errorf("update job %s: %w", j.ID, err)
-	}
+	events := newStatusRecords(p.Events)
+	outbox := newStatusRecords(p.Outbox)
 	err = s.write(ctx, func(tx *writeTx) error {
 		old, err := tx.jobRecord(j.ID)
 		if err != nil {

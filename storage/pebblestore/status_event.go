@@ -12,24 +12,118 @@ import (
 )
 
 // statusRecord is a status event as stored: its type, time and subject,
-// then its data as JSON.
+// then its data: in the binary form (statusDataBinary, then the fields
+// appendStatusData writes) from session 13 on, a JSON object before
+// (still read: its first byte is '{').
 type statusRecord struct {
 	id, typ, subject string
 	time             int64
 	data             []byte
 }
 
-func newStatusRecords(events []stream.Event) ([]*statusRecord, error) {
+func newStatusRecords(events []stream.Event) []*statusRecord {
 	out := make([]*statusRecord, len(events))
 	for i := range events {
 		e := &events[i]
-		data, err := json.Marshal(e.Data)
-		if err != nil {
-			return nil, fmt.Errorf("encode status event %s: %w", e.ID, err)
-		}
-		out[i] = &statusRecord{id: e.ID, typ: e.Type, subject: e.Subject, time: e.Time.UnixMilli(), data: data}
+		out[i] = &statusRecord{id: e.ID, typ: e.Type, subject: e.Subject, time: e.Time.UnixMilli(), data: appendStatusData(nil, &e.Data)}
 	}
-	return out, nil
+	return out
+}
+
+// statusDataBinary is the first byte of a status event's data in the
+// binary form (a JSON object starts with '{').
+const statusDataBinary = 1
+
+// appendStatusData appends d in the binary form: every field of
+// stream.Data in declaration order, times as Unix milliseconds (noTime for
+// nil: the JSON form kept milliseconds too), a pointer to a counter as a
+// presence flag and the value, the subscriptions as their count + 1 (0:
+// nil, which JSON leaves out, apart from empty).
+func appendStatusData(b []byte, d *stream.Data) []byte {
+	e := enc{b: append(b, statusDataBinary)}
+	e.str(d.JobID)
+	e.str(d.EventID)
+	e.str(d.EventType)
+	e.str(d.Subscription)
+	if d.Subscriptions == nil {
+		e.i64(0)
+	} else {
+		e.i64(int64(len(d.Subscriptions)) + 1)
+		for _, s := range d.Subscriptions {
+			e.str(s)
+		}
+	}
+	e.str(d.Status)
+	e.i64(int64(d.Attempt))
+	e.i64(int64(d.StatusCode))
+	e.i64(d.DurationMs)
+	e.str(d.Error)
+	e.str(d.MessageGroup)
+	e.optTime(d.NextAttemptAt)
+	e.str(d.BlockedBy)
+	e.str(d.Worker)
+	e.str(d.ClientID)
+	e.str(d.Reason)
+	e.i64(int64(d.ConsecutiveFailures))
+	e.optTime(d.NextProbeAt)
+	for _, n := range []*int64{d.Scanned, d.Matched, d.Created} {
+		if n == nil {
+			e.i64(0)
+			continue
+		}
+		e.i64(1)
+		e.i64(*n)
+	}
+	return e.b
+}
+
+// parseStatusData decodes d from either form.
+func parseStatusData(b []byte, d *stream.Data) error {
+	if len(b) == 0 || b[0] != statusDataBinary {
+		if err := json.Unmarshal(b, d); err != nil {
+			return fmt.Errorf("decode data: %w", err)
+		}
+		d.NextAttemptAt = msUTCPtr(d.NextAttemptAt)
+		d.NextProbeAt = msUTCPtr(d.NextProbeAt)
+		return nil
+	}
+	r := dec{b: b[1:]}
+	d.JobID = r.str()
+	d.EventID = r.str()
+	d.EventType = r.str()
+	d.Subscription = r.str()
+	if n := r.i64(); n > 0 {
+		if n-1 > int64(len(r.b)) {
+			return errCorrupt
+		}
+		d.Subscriptions = make([]string, n-1)
+		for i := range d.Subscriptions {
+			d.Subscriptions[i] = r.str()
+		}
+	}
+	d.Status = r.str()
+	d.Attempt = int(r.i64())
+	d.StatusCode = int(r.i64())
+	d.DurationMs = r.i64()
+	d.Error = r.str()
+	d.MessageGroup = r.str()
+	d.NextAttemptAt = r.optTime()
+	d.BlockedBy = r.str()
+	d.Worker = r.str()
+	d.ClientID = r.str()
+	d.Reason = r.str()
+	d.ConsecutiveFailures = int(r.i64())
+	d.NextProbeAt = r.optTime()
+	for _, p := range []**int64{&d.Scanned, &d.Matched, &d.Created} {
+		if r.i64() == 1 {
+			n := r.i64()
+			*p = &n
+		}
+	}
+	if r.err == nil && len(r.b) > 0 {
+		return errCorrupt
+	}
+	return r.err
 }
 
 func (r *statusRecord) value() []byte {
@@ -49,10 +143,9 @@ func decodeStatus(id string, v []byte) (stream.Event, error) {
 	if d.err != nil {
 		return e, fmt.Errorf("decode status event %s: %w", id, d.err)
 	}
-	if err := json.Unmarshal(data, &e.Data); err != nil {
+	if err := parseStatusData(data, &e.Data); err != nil {
 		return e, fmt.Errorf("decode status event %s: %w", id, err)
 	}
-	e.Data.NextAttemptAt = msUTCPtr(e.Data.NextAttemptAt)
 	return e, nil
 }
 
@@ -113,11 +206,8 @@ func (s *Store) StatusEventInsertMany(ctx context.Context, events []stream.Event
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	recs, err := newStatusRecords(events)
-	if err != nil {
-		return fmt.Errorf("insert status events: %w", err)
-	}
-	err = s.write(ctx, func(tx *writeTx) error {
+	recs := newStatusRecords(events)
+	err := s.write(ctx, func(tx *writeTx) error {
 		fresh, err := freshStatus(tx, recs)
 		if err != nil {
 			return err
