@@ -64,7 +64,13 @@ func (s *Store) replaceJob(ctx context.Context, id string, expected int64, doc *
 		return nil
 	}
 	key := fmt.Sprintf("%s/%s@%d", s.jobs.Name(), id, expected+1)
-	acquired, err := s.acquireGuardWaiting(ctx, key)
+	take := s.acquireGuard
+	if s.holdStatus {
+		// The status relay may hold the guard for a moment (see
+		// statusRelay.clear).
+		take = s.acquireGuardWaiting
+	}
+	acquired, err := take(ctx, key)
 	if err != nil {
 		return err
 	}
