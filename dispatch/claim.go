@@ -159,7 +159,8 @@ func (lc *Lifecycle) RecordOutcome(ctx context.Context, j *Job, o Outcome) (*Job
 		lc.countOutcome(ctx, j, a, o.Err)
 		lc.attemptHook(j, a, o.Err)
 	}
-	return j, lc.releaseAfter(ctx, j)
+	lc.releaseAfter(ctx, j)
+	return j, nil
 }
 
 // attemptHook calls OnAttemptFunc for an attempt of a subscription's job.
@@ -279,7 +280,8 @@ func (lc *Lifecycle) Report(ctx context.Context, id, worker, action string, o Ou
 	if n := len(j.Attempts); n > 0 {
 		lc.attemptHook(j, j.Attempts[n-1], o.Err)
 	}
-	return j, false, lc.releaseAfter(ctx, j)
+	lc.releaseAfter(ctx, j)
+	return j, false, nil
 }
 
 // Heartbeat extends the lease of a job worker holds to lease from now and
@@ -321,16 +323,14 @@ func (lc *Lifecycle) HandBack(ctx context.Context, j *Job, reason string) error 
 }
 
 // releaseAfter lets the next job of a BLOCK_ON_ERROR group go once j no
-// longer holds it (COMPLETED or CANCELLED).
-func (lc *Lifecycle) releaseAfter(ctx context.Context, j *Job) error {
+// longer holds it (COMPLETED or CANCELLED). A release that fails is tried
+// again (releaseOrRetry): j's own write stands either way.
+func (lc *Lifecycle) releaseAfter(ctx context.Context, j *Job) {
 	if j.Mode != ModeBlockOnError || j.MessageGroup == "" ||
 		(j.Status != StatusCompleted && j.Status != StatusCancelled) {
-		return nil
+		return
 	}
-	if _, err := lc.ReleaseGroup(ctx, j.SubscriptionID, j.MessageGroup); err != nil {
-		return fmt.Errorf("release group: %w", err)
-	}
-	return nil
+	lc.releaseOrRetry(ctx, j.SubscriptionID, j.MessageGroup)
 }
 
 func cmpOr(a, b string) string {

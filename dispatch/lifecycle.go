@@ -106,6 +106,9 @@ type Lifecycle struct {
 	enq   *Enqueuer
 	clean *cleanCircuits // nil: every gate and success reads the circuit
 	locks *circuitLocks  // circuit writes of one subscription take turns
+	// releases holds the BLOCK_ON_ERROR groups whose release failed, to be
+	// tried again (see release_retry.go).
+	releases *releaseRetries
 }
 
 // NewLifecycle returns a Lifecycle.
@@ -126,7 +129,7 @@ func NewLifecycle(cfg LifecycleConfig) *Lifecycle {
 		cfg.PausedRecheck = PausedRecheckDefault
 	}
 	cfg.Logger = cfg.Logger.With("component", "dispatch")
-	lc := &Lifecycle{cfg: cfg, locks: newCircuitLocks()}
+	lc := &Lifecycle{cfg: cfg, locks: newCircuitLocks(), releases: newReleaseRetries()}
 	if cfg.Circuit.CleanTTL == 0 {
 		cfg.Circuit.CleanTTL = CleanCircuitTTLDefault
 	}

@@ -104,7 +104,8 @@ func (lc *Lifecycle) cancel(ctx context.Context, j *Job, reason string) (*Job, e
 	if err != nil {
 		return nil, err
 	}
-	return j, lc.releaseAfter(ctx, j)
+	lc.releaseAfter(ctx, j)
+	return j, nil
 }
 
 // CancelSubscription cancels every undelivered job (PENDING, QUEUED,

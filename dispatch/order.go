@@ -124,10 +124,9 @@ func (lc *Lifecycle) HoldForOrderBehind(ctx context.Context, j, b *Job) (held bo
 			return true, err
 		}
 		// The blocker may have finished between the check and the park:
-		// look again, so the release is never missed.
-		if _, err := lc.ReleaseGroup(ctx, j.SubscriptionID, j.MessageGroup); err != nil {
-			return true, fmt.Errorf("release group after park: %w", err)
-		}
+		// look again, so the release is never missed (a failed look is
+		// tried again).
+		lc.releaseOrRetry(ctx, j.SubscriptionID, j.MessageGroup)
 		return true, nil
 	}
 	return true, lc.Park(ctx, j, ParkParams{Until: lc.heldUntil(b, now), Reason: "waiting for earlier job " + b.ID + " of its group"})

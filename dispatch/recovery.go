@@ -20,11 +20,16 @@ type QueueDueParams struct {
 }
 
 // QueueDue moves PENDING jobs that are due to QUEUED and sends the push
-// ones, in group order: one round of the pending poller. Every move is a
+// ones, in group order: one round of the pending poller. It first releases
+// again the BLOCK_ON_ERROR groups whose release failed (release_retry.go). Every move is a
 // version-checked write, so of several instances exactly one queues a given
 // job. It returns how many jobs it queued and how many it listed (a full
 // list asks for another round at once).
 func (lc *Lifecycle) QueueDue(ctx context.Context, p QueueDueParams) (queued, listed int, err error) {
+	// Groups whose release failed first: their parked jobs are not due.
+	if n := lc.retryReleases(ctx); n > 0 {
+		lc.cfg.Logger.InfoContext(ctx, "released blocked groups after a failed release", "groups", n)
+	}
 	now := lc.now()
 	jobs, err := lc.cfg.Store.JobListDue(ctx, &JobListDueParams{Status: StatusPending, Now: now, Limit: p.Limit})
 	if err != nil {
@@ -146,9 +151,7 @@ func (lc *Lifecycle) RescueExpired(ctx context.Context, p RescueParams) (moved, 
 		}
 		if won {
 			moved++
-			if err := lc.releaseAfter(ctx, j); err != nil {
-				return moved, len(jobs), err
-			}
+			lc.releaseAfter(ctx, j)
 		}
 	}
 	if moved > 0 {

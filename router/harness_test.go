@@ -2,9 +2,11 @@ package router_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -48,6 +50,9 @@ type gw struct {
 	rt    *router.Router
 	def   *pool.Pool
 	stop  func()
+	// warnings keeps the gateway's last warnings and errors, for a failing
+	// test's message.
+	warnings *warnLog
 }
 
 type gwOptions struct {
@@ -106,7 +111,8 @@ func newGW(t *testing.T, o gwOptions) *gw {
 	require.NoError(t, err)
 	q := memqueue.New(memqueue.Config{VisibilityTimeout: time.Minute})
 	ids := idgen.New(nil)
-	logger := slog.New(slog.DiscardHandler)
+	warnings := &warnLog{}
+	logger := slog.New(warnings)
 	if os.Getenv("HOOKLANE_TEST_LOG") != "" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -126,7 +132,7 @@ func newGW(t *testing.T, o gwOptions) *gw {
 		lst = o.reads
 	}
 	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{Store: lst, Queue: q, NewID: ids.New, BlockedRecheck: o.blockedRecheck, Logger: logger})
-	g := &gw{t: t, st: st, q: q, ids: ids, jobs: jobs, pools: router.NewPools(st), def: def}
+	g := &gw{t: t, st: st, q: q, ids: ids, jobs: jobs, pools: router.NewPools(st), def: def, warnings: warnings}
 	// The receivers are httptest servers on 127.0.0.1: the SSRF guard is
 	// tested on its own (ssrf_test.go).
 	med := webhook.New(webhook.Config{AllowPrivateTargets: true, UserAgent: "hooklane/test"})
@@ -250,7 +256,111 @@ func (g *gw) waitAll(jobs []*dispatch.Job, want dispatch.Status, within time.Dur
 		if c[want] == len(jobs) {
 			return
 		}
-		require.True(g.t, time.Now().Before(deadline), "not every job reached %s after %s: %v", want, within, c)
+		if !time.Now().Before(deadline) {
+			g.t.Errorf("not every job reached %s after %s: %v", want, within, c)
+			g.describeUnfinished(jobs, want)
+			for _, l := range g.warnings.lines() {
+				g.t.Log(l)
+			}
+			g.t.FailNow()
+		}
 		<-tick.C
 	}
 }
+
+// describeUnfinished logs every job not in status want, with its group's
+// jobs and its status history, to tell a stalled job from a slow one.
+func (g *gw) describeUnfinished(jobs []*dispatch.Job, want dispatch.Status) {
+	g.t.Helper()
+	ctx := context.Background()
+	now := time.Now()
+	for _, j := range jobs {
+		cur := g.job(j.ID)
+		if cur.Status == want {
+			continue
+		}
+		next := "none"
+		if cur.NextAttemptAt != nil {
+			next = cur.NextAttemptAt.Sub(now).String()
+		}
+		g.t.Logf("blocker: %s", g.describeBlocker(cur.BlockedBy))
+		g.t.Logf("job %s group %s: %s version %d attempts %d next in %s updated %s ago",
+			cur.ID, cur.MessageGroup, cur.Status, cur.Version, cur.AttemptCount, next, now.Sub(cur.UpdatedAt))
+		evs, err := g.st.StatusEventListBySubject(ctx, j.ID)
+		if err != nil {
+			g.t.Logf("  history: %v", err)
+			continue
+		}
+		for _, e := range evs {
+			g.t.Logf("  %s %s blockedBy=%s", e.Time.Format("15:04:05.000"), e.Type, e.Data.BlockedBy)
+		}
+	}
+}
+
+func (g *gw) describeBlocker(id string) string {
+	if id == "" {
+		return "none"
+	}
+	j, err := g.st.JobGetByID(context.Background(), id)
+	if err != nil {
+		return err.Error()
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "%s %s version %d attempts %d updated %s", j.ID, j.Status, j.Version, j.AttemptCount, j.UpdatedAt.Format("15:04:05.000"))
+	evs, err := g.st.StatusEventListBySubject(context.Background(), id)
+	if err != nil {
+		fmt.Fprintf(&out, "\n    history: %v", err)
+	}
+	for _, e := range evs {
+		fmt.Fprintf(&out, "\n    %s %s %s", e.Time.Format("15:04:05.000"), e.Type, e.Data.Error)
+	}
+	return out.String()
+}
+
+// warnLog is a slog handler keeping the last warnings and errors.
+type warnLog struct {
+	mu   sync.Mutex
+	last []string
+}
+
+func (w *warnLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (w *warnLog) Handle(_ context.Context, r slog.Record) error {
+	line := r.Time.Format("15:04:05.000") + " " + r.Level.String() + " " + r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		line += " " + a.String()
+		return true
+	})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.last = append(w.last, line)
+	if len(w.last) > 200 {
+		w.last = w.last[len(w.last)-200:]
+	}
+	return nil
+}
+
+func (w *warnLog) WithAttrs(attrs []slog.Attr) slog.Handler { return &warnAttrs{w: w, attrs: attrs} }
+func (w *warnLog) WithGroup(string) slog.Handler            { return w }
+
+func (w *warnLog) lines() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.last...)
+}
+
+type warnAttrs struct {
+	w     *warnLog
+	attrs []slog.Attr
+}
+
+func (a *warnAttrs) Enabled(ctx context.Context, l slog.Level) bool { return a.w.Enabled(ctx, l) }
+func (a *warnAttrs) Handle(ctx context.Context, r slog.Record) error {
+	r.AddAttrs(a.attrs...)
+	return a.w.Handle(ctx, r)
+}
+
+func (a *warnAttrs) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &warnAttrs{w: a.w, attrs: append(append([]slog.Attr(nil), a.attrs...), attrs...)}
+}
+func (a *warnAttrs) WithGroup(string) slog.Handler { return a }

@@ -1,0 +1,94 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hooklane/hooklane/dispatch"
+	"github.com/hooklane/hooklane/dispatch/idgen"
+	"github.com/hooklane/hooklane/queue/memqueue"
+	"github.com/hooklane/hooklane/storage/sqlitestore"
+)
+
+// groupReadsFail is the real store whose reads of a message group fail
+// while fail is set, as a store slow past its caller's deadline does.
+type groupReadsFail struct {
+	*sqlitestore.Store
+	fail atomic.Bool
+}
+
+var errGroupRead = errors.New("group read: context deadline exceeded")
+
+func (s *groupReadsFail) JobListGroup(ctx context.Context, p *dispatch.JobListGroupParams) ([]*dispatch.Job, error) {
+	if s.fail.Load() {
+		return nil, errGroupRead
+	}
+	return s.Store.JobListGroup(ctx, p)
+}
+
+// A blocker's completion whose release fails does not leave the jobs
+// parked behind it for the blocked recheck: the pending poller's next
+// round releases the group.
+func TestFailedReleaseIsRetriedByQueueDue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sq, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(t.TempDir(), "r.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, sq.Close()) })
+	st := &groupReadsFail{Store: sq}
+	q := memqueue.New(memqueue.Config{})
+	t.Cleanup(func() { require.NoError(t, q.Close()) })
+	ids := idgen.New(nil)
+	lc := dispatch.NewLifecycle(dispatch.LifecycleConfig{
+		Store: st, Queue: q, NewID: ids.New, Logger: slog.New(slog.DiscardHandler), BlockedRecheck: time.Hour,
+	})
+	e := &releaseEnv{st: sq, q: q, ids: ids, rel: lc}
+
+	head := e.job(t, "s1", "g", dispatch.StatusQueued, "")
+	held := e.job(t, "s1", "g", dispatch.StatusQueued, "")
+	// The held job reaches a router while the head is being delivered.
+	require.NoError(t, lc.Claim(ctx, head, dispatch.ClaimParams{Worker: "w", Lease: time.Minute}))
+	wait, err := lc.HoldForOrder(ctx, held)
+	require.NoError(t, err)
+	require.True(t, wait)
+	require.Equal(t, dispatch.StatusPending, e.job1(t, held.ID).Status)
+	require.Equal(t, head.ID, e.job1(t, held.ID).BlockedBy)
+	e.received(t) // the messages of the first sends
+
+	// The head completes; its release cannot read the group.
+	st.fail.Store(true)
+	done, err := lc.RecordOutcome(ctx, head, dispatch.Outcome{Attempted: true, Attempt: dispatch.Attempt{StatusCode: 204}})
+	require.NoError(t, err, "the outcome is recorded whatever became of the release")
+	require.Equal(t, dispatch.StatusCompleted, done.Status)
+	require.Equal(t, dispatch.StatusPending, e.job1(t, held.ID).Status, "the release failed")
+
+	// A round while the store still fails keeps the group for the next.
+	_, _, err = lc.QueueDue(ctx, dispatch.QueueDueParams{Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, dispatch.StatusPending, e.job1(t, held.ID).Status)
+
+	st.fail.Store(false)
+	_, _, err = lc.QueueDue(ctx, dispatch.QueueDueParams{Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, dispatch.StatusQueued, e.job1(t, held.ID).Status, "the pending poller's round released the group")
+	require.Equal(t, []string{held.ID}, e.received(t))
+
+	// Released once: a later round has nothing left to release.
+	_, _, err = lc.QueueDue(ctx, dispatch.QueueDueParams{Limit: 10})
+	require.NoError(t, err)
+	require.Empty(t, e.received(t))
+}
+
+func (e *releaseEnv) job1(t *testing.T, id string) *dispatch.Job {
+	t.Helper()
+	j, err := e.st.JobGetByID(context.Background(), id)
+	require.NoError(t, err)
+	return j
+}
