@@ -35,6 +35,9 @@ type Enqueuer struct {
 	NewID   func() string
 	NowFunc func() time.Time
 	Logger  *slog.Logger
+	// JSONMessages writes the messages in the JSON form the releases
+	// before the binary form read (MessageJSON), for a rolling upgrade.
+	JSONMessages bool
 
 	mu        sync.Mutex
 	openUntil time.Time
@@ -118,7 +121,11 @@ func (e *Enqueuer) Enqueue(ctx context.Context, jobs []*Job, events ...*event.Ev
 		batch := jobs[start:min(start+queue.MaxBatch, len(jobs))]
 		msgs := make([]queue.OutMessage, len(batch))
 		for i, j := range batch {
-			msgs[i] = Message(j, byID[j.EventID])
+			if e.JSONMessages {
+				msgs[i] = MessageJSON(j, byID[j.EventID])
+			} else {
+				msgs[i] = Message(j, byID[j.EventID])
+			}
 		}
 		if open, cause := e.open(e.now()); open {
 			if !skipped {

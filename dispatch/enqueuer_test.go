@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,4 +82,30 @@ func TestEnqueuerBreaker(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, failed)
 	require.EqualValues(t, 4, q.sends.Load())
+}
+
+// TestEnqueuerWritesTheFormAsked: JSONMessages has the snapshot sent in
+// the JSON form an earlier release reads; by default it goes binary.
+func TestEnqueuerWritesTheFormAsked(t *testing.T) {
+	t.Parallel()
+	for _, jsonForm := range []bool{false, true} {
+		env := newReleaseEnv(t)
+		enq := &dispatch.Enqueuer{Queue: env.q, Store: env.st, NewID: env.ids.New, JSONMessages: jsonForm}
+		j := env.job(t, "sub", "", dispatch.StatusQueued, "")
+		j.Kind = dispatch.KindEvent // snapshotted: an EVENT job without credentials of its own
+		failed, err := enq.Enqueue(context.Background(), []*dispatch.Job{j})
+		require.NoError(t, err)
+		require.Zero(t, failed)
+		msgs, err := env.q.Receive(context.Background(), queue.ReceiveParams{Max: 1})
+		require.NoError(t, err)
+		require.Len(t, msgs, 1)
+		if jsonForm {
+			require.Equal(t, byte('{'), msgs[0].Body[0], "JSON form: %.20q", msgs[0].Body)
+		} else {
+			require.True(t, strings.HasPrefix(string(msgs[0].Body), "~1 "), "binary form: %.20q", msgs[0].Body)
+		}
+		got, err := dispatch.ReadMessage(msgs[0].Body)
+		require.NoError(t, err)
+		require.Equal(t, j.ID, got.Job.ID)
+	}
 }

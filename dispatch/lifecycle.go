@@ -70,6 +70,10 @@ type LifecycleConfig struct {
 	// BlockedRecheck is how long a blocked job is parked. Default
 	// BlockedRecheckDefault.
 	BlockedRecheck time.Duration
+	// JSONMessages has the queue messages written in the JSON form that
+	// releases before the binary form read (see MessageJSON): for a queue
+	// shared with such instances during a rolling upgrade.
+	JSONMessages bool
 	// PausedRecheck is how long a job of a paused subscription is parked.
 	// Default PausedRecheckDefault.
 	PausedRecheck time.Duration
@@ -137,7 +141,7 @@ func NewLifecycle(cfg LifecycleConfig) *Lifecycle {
 		lc.clean = newCleanCircuits(cfg.Circuit.CleanTTL)
 	}
 	lc.cfg.Circuit.CleanTTL = cfg.Circuit.CleanTTL
-	lc.enq = &Enqueuer{Queue: cfg.Queue, Store: cfg.Store, NewID: cfg.NewID, NowFunc: lc.now, Logger: cfg.Logger}
+	lc.enq = &Enqueuer{Queue: cfg.Queue, Store: cfg.Store, NewID: cfg.NewID, NowFunc: lc.now, Logger: cfg.Logger, JSONMessages: cfg.JSONMessages}
 	return lc
 }
 

@@ -102,15 +102,58 @@ func snapshottable(j *Job) bool {
 // AttributeTraceParent, so the trace travels with the job through the
 // queue; without one the message has no attributes.
 func Message(j *Job, ev *event.Event) queue.OutMessage {
+	return outMessage(j, messageBodyOf(j, ev))
+}
+
+// MessageJSON is Message with the snapshot in the JSON form of the releases
+// before the binary form (2026-11-28), which they read: the form to write
+// while instances of such a release share the queue (a rolling upgrade).
+func MessageJSON(j *Job, ev *event.Event) queue.OutMessage {
+	return outMessage(j, messageBodyJSON(j, ev))
+}
+
+func outMessage(j *Job, body []byte) queue.OutMessage {
 	m := queue.OutMessage{
 		Group:   j.QueueGroup(),
 		DedupID: j.ID + "-" + strconv.FormatInt(j.Version, 10),
-		Body:    messageBodyOf(j, ev),
+		Body:    body,
 	}
 	if j.TraceParent != "" {
 		m.Attributes = map[string]string{AttributeTraceParent: j.TraceParent}
 	}
 	return m
+}
+
+// messageBodyJSON encodes j's message body in the JSON form: a snapshot
+// when j may carry one and it fits, else the id alone.
+func messageBodyJSON(j *Job, ev *event.Event) []byte {
+	if !snapshottable(j) {
+		return []byte(j.ID)
+	}
+	b, err := json.Marshal(messageBody{ID: j.ID, Job: &snapshotJob{plainJob: (*plainJob)(j), Version: j.Version}})
+	if err != nil || len(b) > snapshotMaxBytes {
+		return []byte(j.ID)
+	}
+	if ev == nil || ev.ID != j.EventID || len(ev.Event.Data)+len(ev.Event.DataBase64) > snapshotEventMaxBytes {
+		return b
+	}
+	meta, err := json.Marshal(snapshotEvent{ID: ev.ID, ReceivedAt: ev.ReceivedAt, DedupKey: ev.DedupKey, SchemaVersion: ev.SchemaVersion})
+	if err != nil {
+		return b
+	}
+	ce, err := ev.Event.MarshalJSON()
+	if err != nil || len(b)+len(meta)+len(ce)+16 > snapshotMaxBytes {
+		return b // too big with the event: the job alone
+	}
+	// b ends with the job's closing brace and the envelope's: add the
+	// event's fields before the last.
+	out := make([]byte, 0, len(b)+len(meta)+len(ce)+16)
+	out = append(out, b[:len(b)-1]...)
+	out = append(out, `,"event":`...)
+	out = append(out, meta...)
+	out = append(out, `,"ce":`...)
+	out = append(out, ce...)
+	return append(out, '}')
 }
 
 // messageBodyOf encodes j's message body: a snapshot in the binary form

@@ -277,3 +277,18 @@ func BenchmarkMessage(b *testing.B) {
 		b.ReportMetric(float64(len(jsonBody)), "bytes")
 	})
 }
+
+// TestMessageJSONIsTheEarlierForm: the JSON form written for a rolling
+// upgrade is the one the previous release wrote and read, and this
+// release reads it back whole.
+func TestMessageJSONIsTheEarlierForm(t *testing.T) {
+	t.Parallel()
+	j, ev := snapshotFixture()
+	m := dispatch.MessageJSON(j, ev)
+	require.JSONEq(t, string(earlierJSONBody(t, j, ev)), string(m.Body))
+	require.Equal(t, dispatch.Message(j, ev).DedupID, m.DedupID)
+	require.Equal(t, dispatch.Message(j, ev).Group, m.Group)
+	got, err := dispatch.ReadMessage(m.Body)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.MessageContent{JobID: j.ID, Job: j, Event: ev}, got)
+}

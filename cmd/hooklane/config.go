@@ -118,6 +118,11 @@ type Config struct {
 	// TransformTimeout is the longest run of a subscription's
 	// transformation at delivery (API.md §16). Default 100ms.
 	TransformTimeout time.Duration
+	// QueueMessages is the form of the queue messages this instance
+	// writes: binary, json (read by releases before 2026-11-28, for a
+	// rolling upgrade from one), or auto (binary on the in-process queue,
+	// json on SQS). Default auto.
+	QueueMessages string
 	// MaxRequestBytes is the largest ingest request. Default 10 MiB.
 	MaxRequestBytes int64
 	// MaxBatch is the most events in one batch. Default 1000.
@@ -315,6 +320,7 @@ func settings(c *Config) []setting {
 		{"shutdown-drain", "HOOKLANE_SHUTDOWN_DRAIN", "25s", "how long a stopping router lets deliveries in flight finish before cancelling them", dur(&c.ShutdownDrain)},
 		{"max-event-bytes", "HOOKLANE_MAX_EVENT_BYTES", "1048576", "largest single event", i64(&c.MaxEventBytes)},
 		{"transform-timeout", "HOOKLANE_TRANSFORM_TIMEOUT", "100ms", "longest run of a subscription's transformation at delivery (past it the attempt fails, not retried)", dur(&c.TransformTimeout)},
+		{"queue-messages", "HOOKLANE_QUEUE_MESSAGES", "auto", "form of the queue messages written: binary, json (read by releases before 2026-11-28: for a rolling upgrade from one) or auto (binary on the in-process queue, json on SQS)", str(&c.QueueMessages)},
 		{"max-request-bytes", "HOOKLANE_MAX_REQUEST_BYTES", "10485760", "largest ingest request", i64(&c.MaxRequestBytes)},
 		{"max-batch", "HOOKLANE_MAX_BATCH", "1000", "most events in one batch", integer(&c.MaxBatch)},
 		{"roles", "HOOKLANE_ROLES", "api,router,pollers", "roles this process runs: api, router, pollers", str(&c.Roles)},
@@ -430,6 +436,12 @@ func (c *Config) roles() map[string]bool {
 	return out
 }
 
+// jsonMessages reports whether the queue messages are written in the JSON
+// form (see QueueMessages).
+func (c *Config) jsonMessages() bool {
+	return c.QueueMessages == "json" || (c.QueueMessages == "auto" && c.SQSQueueURL != "")
+}
+
 func (c *Config) validate() error {
 	var errs []error
 	for r := range c.roles() {
@@ -442,6 +454,9 @@ func (c *Config) validate() error {
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		errs = append(errs, errors.New("HOOKLANE_LOG_FORMAT (--log-format): must be json or text"))
+	}
+	if !slices.Contains([]string{"auto", "binary", "json"}, c.QueueMessages) {
+		errs = append(errs, errors.New("HOOKLANE_QUEUE_MESSAGES (--queue-messages): must be auto, binary or json"))
 	}
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
 		errs = append(errs, errors.New("HOOKLANE_LOG_LEVEL (--log-level): must be debug, info, warn or error"))

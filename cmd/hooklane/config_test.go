@@ -233,3 +233,25 @@ func TestStaleCheckIntervalIsAtMostAQuarterOfTheStaleAge(t *testing.T) {
 		require.Equal(t, tc.want, got, "interval %s, stale after %s", tc.interval, tc.after)
 	}
 }
+
+// TestLoadConfigQueueMessages: auto writes the JSON form an earlier
+// release reads on SQS (a rolling upgrade shares the queue) and the binary
+// form on the in-process queue; json and binary say it outright.
+func TestLoadConfigQueueMessages(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--sqs-queue-url", "http://127.0.0.1:4566/000000000000/q.fifo"}, true},
+		{[]string{"--sqs-queue-url", "http://127.0.0.1:4566/000000000000/q.fifo", "--queue-messages", "binary"}, false},
+		{[]string{"--queue-messages", "json"}, true},
+	} {
+		c, err := loadConfig(tt.args, func(string) string { return "" })
+		require.NoError(t, err)
+		require.Equal(t, tt.want, c.jsonMessages(), "%v", tt.args)
+	}
+	_, err := loadConfig([]string{"--queue-messages", "xml"}, func(string) string { return "" })
+	require.ErrorContains(t, err, "HOOKLANE_QUEUE_MESSAGES")
+}

@@ -287,7 +287,7 @@ func serve(ctx context.Context, cfg *Config, logw io.Writer, readyFunc func(addr
 	}
 	// The job lifecycle: the one owner of every job write (package dispatch).
 	jobs := dispatch.NewLifecycle(dispatch.LifecycleConfig{
-		Store: st, Queue: mq, NewID: ids.New, Logger: logger,
+		Store: st, Queue: mq, NewID: ids.New, Logger: logger, JSONMessages: cfg.jsonMessages(),
 		Circuit: dispatch.CircuitPolicy{
 			Store: st, Failures: cfg.CircuitFailures, Cooldown: cfg.CircuitCooldown, AutoDisableAfter: cfg.AutoDisableAfter,
 			DurableEvents: durableEvents,
