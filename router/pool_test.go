@@ -208,12 +208,9 @@ func TestDelayedJobWaitsPending(t *testing.T) {
 
 // TestBusyPoolKeepsItsSlotsBusy fills a narrow pool far past what the
 // router holds for it: the messages it cannot hold go back to the queue,
-// but only for about as long as the work it holds takes to drain, so that
-// no delivery slot stays idle while work waits. Checked on the receiver's
-// arrival log: with the fixed put-back delay of before (PoolBusyDelay, 1 s)
-// every batch the router held was followed by a gap of about that second
-// (400 deliveries took 21 s, not 2); now such gaps are gone but for a stall
-// of a loaded machine.
+// for about as long as the work it holds takes to drain; the pool's
+// concurrency is never exceeded. (The receiver's arrival gaps are logged:
+// see the end of the test for why they are not asserted.)
 //
 // Nor does the router spin on that backlog: a message put back for a
 // busy pool keeps its share of the router's capacity out of the receive
@@ -264,8 +261,11 @@ func TestBusyPoolKeepsItsSlotsBusy(t *testing.T) {
 	t.Logf("400 deliveries through 4 slots in %s, largest gap between arrivals %s, %d gaps of 900 ms or more, max in flight %d, %d messages received",
 		arrivals[len(arrivals)-1].Sub(arrivals[0]), worst, long, rec.maxSeen, received.Load())
 	require.LessOrEqual(t, rec.maxSeen, 4)
-	// With the fixed put-back delay every batch the router held was
-	// followed by such a gap (8 of them for 400 jobs); a loaded machine
-	// may stall once or twice on its own.
-	require.LessOrEqual(t, long, 2, "delivery slots stayed idle while work waited")
+	// The gaps are logged, not asserted: a check that at most two gaps
+	// reach 900 ms failed on a loaded CI machine (3 stalls of 0.9–1.1 s
+	// among 12 of 300–900 ms, the router package beside the whole suite)
+	// and passed with the put-back delay fixed at PoolBusyDelay again (no
+	// gap at all: the queue's visible backlog keeps the slots fed while the
+	// messages put back wait), so it told nothing. A test of the put-back
+	// delay itself needs a backlog made only of put-back messages.
 }
