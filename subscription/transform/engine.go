@@ -564,11 +564,74 @@ func runErrorOf(err error, cfg Config) error {
 		return re
 	}
 	if exc, ok := errors.AsType[*goja.Exception](err); ok {
-		re = &RunError{Kind: KindThrow, Message: thrownMessage(exc.Value())}
+		re = &RunError{Kind: KindThrow, Message: cleanMessage(thrownMessage(exc.Value()))}
 		re.Line, re.Column = position(exc.Stack())
 		return re
 	}
-	return &RunError{Kind: KindThrow, Message: truncate(err.Error(), maxErrorBytes)}
+	return &RunError{Kind: KindThrow, Message: cleanMessage(truncate(err.Error(), maxErrorBytes))}
+}
+
+// unconvertible is the text goja gives a TypeError for an object that has
+// no primitive value: "Could not convert " then the object's Go value
+// printed with %v (its addresses, property names and values), then
+// " to primitive".
+const (
+	unconvertiblePrefix = "Could not convert "
+	unconvertibleSuffix = " to primitive"
+	unconvertibleText   = "Cannot convert object to primitive value"
+)
+
+// cleanMessage takes out of a run's error message what goja prints of Go
+// values: an object it cannot convert to a primitive is named as V8 names
+// it, and whatever else looks like a Go pointer (0x and at least 8 hex
+// digits) loses its digits. A process address never reaches a job's
+// lastError or the test endpoint.
+func cleanMessage(msg string) string {
+	if i := strings.Index(msg, unconvertiblePrefix); i >= 0 {
+		rest := msg[i+len(unconvertiblePrefix):]
+		end := strings.LastIndex(rest, unconvertibleSuffix)
+		if end < 0 {
+			// Cut by truncate before its end.
+			end = len(rest)
+		} else {
+			end += len(unconvertibleSuffix)
+		}
+		msg = msg[:i] + unconvertibleText + rest[end:]
+	}
+	if !strings.Contains(msg, "0x") {
+		return msg
+	}
+	var b strings.Builder
+	for i := 0; i < len(msg); {
+		if n := hexRun(msg[i:]); n >= 8 {
+			b.WriteString("0x…")
+			i += 2 + n
+			continue
+		}
+		b.WriteByte(msg[i])
+		i++
+	}
+	return b.String()
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// hexRun is how many hex digits follow a "0x" at the start of s (0 when s
+// does not start with "0x").
+func hexRun(s string) int {
+	if !strings.HasPrefix(s, "0x") {
+		return 0
+	}
+	n := 0
+	for _, c := range []byte(s[2:]) {
+		if !isHexDigit(c) {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 // thrownMessage is a thrown value's text, at most maxErrorBytes, taken

@@ -208,6 +208,31 @@ func TestRunThrow(t *testing.T) {
 	requireRunError(t, err, KindThrow, "call stack")
 }
 
+// goja's TypeError for an object without a primitive value prints the
+// object's Go value (addresses, property names and values): the run's
+// error names it as V8 does, and no address is left in it.
+func TestRunThrowHidesAddresses(t *testing.T) {
+	t.Parallel()
+	e := testEngine(Config{})
+	for _, body := range []string{
+		`return {payload: "" + Object.create(null)}`,
+		`var o = {valueOf: null, toString: null, secret: "s3"}; return {payload: o * 2}`,
+		`var o = Object.create(null); o.x = 1; return {payload: [o].join()}`,
+		`try { "" + Object.create(null) } catch (e) { throw new Error("wrapped: " + e.message) }`,
+	} {
+		_, err := run(t, e, "function handler(w) { "+body+" }", sampleInput())
+		re := requireRunError(t, err, KindThrow, "Cannot convert object to primitive value")
+		require.NotContains(t, re.Error(), "0x", body)
+		require.NotContains(t, re.Error(), "&{", body)
+		require.NotContains(t, re.Error(), "s3", body)
+	}
+	require.Equal(t, "TypeError: Cannot convert object to primitive value",
+		cleanMessage("TypeError: Could not convert &{Object 0xc000123456 <nil> true map[x:1] [x] 0 0 <nil> map[]} (*goja.baseObject) to primitive"))
+	require.Equal(t, "at 0x… and 0x12", cleanMessage("at 0x33c32ddbdd10 and 0x12"), "short hex is left alone")
+	require.Equal(t, "TypeError: Cannot convert object to primitive value", cleanMessage("TypeError: Could not convert &{Object 0xc0001"),
+		"cut before its end")
+}
+
 // A thrown value with a 16 MB message becomes an error of at most 1 KiB.
 func TestRunThrowHugeMessage(t *testing.T) {
 	t.Parallel()
