@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hooklane/hooklane/destination/endpoint"
+	"github.com/hooklane/hooklane/store/binform"
 )
 
 // The binary form of a job: what the embedded store keeps and a queue
@@ -38,8 +38,8 @@ var ErrJobBinary = errors.New("not a job in the binary form")
 
 // AppendJobBinary appends j's binary form to b.
 func AppendJobBinary(b []byte, j *Job) []byte {
-	w := jobWriter{b: b}
-	w.b = append(w.b, jobBinaryVersion)
+	w := jobWriter{binform.Writer{B: b}}
+	w.B = append(w.B, jobBinaryVersion)
 	w.str(j.ID)
 	w.str(string(j.Kind))
 	w.str(j.Code)
@@ -79,7 +79,7 @@ func AppendJobBinary(b []byte, j *Job) []byte {
 	w.optTime(j.RetriedAt)
 	w.str(j.TraceParent)
 	w.int(j.Version)
-	return w.b
+	return w.B
 }
 
 // ParseJobBinary decodes the binary form AppendJobBinary writes; b must
@@ -87,13 +87,13 @@ func AppendJobBinary(b []byte, j *Job) []byte {
 func ParseJobBinary(b []byte) (*Job, error) {
 	// One conversion for every string of the job: they are substrings of
 	// it.
-	r := jobReader{s: string(b)}
+	r := jobReader{binform.NewReader(string(b))}
 	j := r.job()
-	if r.err == nil && len(r.s) > 0 {
-		r.err = fmt.Errorf("%w: %d bytes after the job", ErrJobBinary, len(r.s))
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrJobBinary, err)
 	}
-	if r.err != nil {
-		return nil, r.err
+	if r.Len() > 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the job", ErrJobBinary, r.Len())
 	}
 	return j, nil
 }
@@ -144,37 +144,23 @@ func (r *jobReader) job() *Job {
 	j.RetriedAt = r.optTime()
 	j.TraceParent = r.str()
 	j.Version = r.i64()
-	if r.err != nil {
+	if r.Err() != nil {
 		return nil
 	}
 	return j
 }
 
-// jobWriter appends the parts of a job's binary form.
-type jobWriter struct{ b []byte }
+// jobWriter appends the parts of a job's binary form: binform's
+// primitives under the names the form uses, and the job's own shapes.
+type jobWriter struct{ binform.Writer }
 
-func (w *jobWriter) uvarint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
+func (w *jobWriter) uvarint(v uint64) { w.Uvarint(v) }
 
-func (w *jobWriter) int(v int64) { w.b = binary.AppendVarint(w.b, v) }
+func (w *jobWriter) int(v int64) { w.Varint(v) }
 
-func (w *jobWriter) str(s string) {
-	w.uvarint(uint64(len(s)))
-	w.b = append(w.b, s...)
-}
+func (w *jobWriter) str(s string) { w.Str(s) }
 
-// raw writes b as str writes a string.
-func (w *jobWriter) raw(b []byte) {
-	w.uvarint(uint64(len(b)))
-	w.b = append(w.b, b...)
-}
-
-func (w *jobWriter) bool(v bool) {
-	if v {
-		w.b = append(w.b, 1)
-		return
-	}
-	w.b = append(w.b, 0)
-}
+func (w *jobWriter) bool(v bool) { w.Bool(v) }
 
 // count writes a slice's or map's length + 1, 0 for nil.
 func (w *jobWriter) count(n int, isNil bool) {
@@ -187,7 +173,7 @@ func (w *jobWriter) count(n int, isNil bool) {
 
 func (w *jobWriter) bytes(v []byte) {
 	w.count(len(v), v == nil)
-	w.b = append(w.b, v...)
+	w.B = append(w.B, v...)
 }
 
 func (w *jobWriter) strs(v []string) {
@@ -272,72 +258,24 @@ func (w *jobWriter) attempts(v []Attempt) {
 	}
 }
 
-// jobReader reads what jobWriter wrote; the first failure sticks and
-// every later read returns a zero value.
-type jobReader struct {
-	s   string
-	err error
-}
+// jobReader reads what jobWriter wrote, over a string (every string of
+// the job a substring of it); the first failure sticks and every later
+// read returns a zero value.
+type jobReader struct{ binform.Reader[string] }
 
-func (r *jobReader) fail(what string) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: bad %s", ErrJobBinary, what)
-	}
-	r.s = ""
-}
+func (r *jobReader) fail(what string) { r.Fail(what) }
 
-// uvarint reads a uvarint (binary.Uvarint's loop, on a string).
-func (r *jobReader) uvarint() uint64 {
-	var v uint64
-	for i := 0; i < len(r.s) && i < binary.MaxVarintLen64; i++ {
-		c := r.s[i]
-		if c < 0x80 {
-			if i == binary.MaxVarintLen64-1 && c > 1 {
-				break
-			}
-			r.s = r.s[i+1:]
-			return v | uint64(c)<<(7*i)
-		}
-		v |= uint64(c&0x7f) << (7 * i)
-	}
-	r.fail("varint")
-	return 0
-}
+func (r *jobReader) uvarint() uint64 { return r.Uvarint() }
 
-func (r *jobReader) i64() int64 {
-	u := r.uvarint()
-	v := int64(u >> 1)
-	if u&1 != 0 {
-		v = ^v
-	}
-	return v
-}
+func (r *jobReader) i64() int64 { return r.Varint() }
 
-func (r *jobReader) int() int { return int(r.i64()) }
+func (r *jobReader) int() int { return int(r.Varint()) }
 
-// take returns the next n bytes.
-func (r *jobReader) take(n uint64, what string) string {
-	if n > uint64(len(r.s)) {
-		r.fail(what)
-		return ""
-	}
-	v := r.s[:n]
-	r.s = r.s[n:]
-	return v
-}
+func (r *jobReader) take(n uint64, what string) string { return r.Take(n, what) }
 
-func (r *jobReader) str() string { return r.take(r.uvarint(), "string") }
+func (r *jobReader) str() string { return r.Str() }
 
-func (r *jobReader) bool() bool {
-	switch r.take(1, "bool") {
-	case "\x00":
-		return false
-	case "\x01":
-		return true
-	}
-	r.fail("bool")
-	return false
-}
+func (r *jobReader) bool() bool { return r.Bool() }
 
 // count reads a slice's or map's length; isNil for 0. A length beyond the
 // bytes left (each element takes one at least) fails, so that garbled
@@ -347,7 +285,7 @@ func (r *jobReader) count() (n int, isNil bool) {
 	if c == 0 {
 		return 0, true
 	}
-	if c-1 > uint64(len(r.s)) {
+	if c-1 > uint64(r.Len()) { //nolint:gosec // G115: a length, never negative
 		r.fail("length")
 		return 0, true
 	}
@@ -384,7 +322,7 @@ func (r *jobReader) strMap() map[string]string {
 		k := r.str()
 		m[k] = r.str()
 	}
-	if r.err != nil {
+	if r.Err() != nil {
 		return nil
 	}
 	return m
@@ -449,7 +387,7 @@ func (r *jobReader) attempts() []Attempt {
 		a.Error = r.str()
 		a.ResponseBody = r.str()
 		a.Worker = r.str()
-		if r.err != nil {
+		if r.Err() != nil {
 			return nil
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hooklane/hooklane/event"
 	"github.com/hooklane/hooklane/queue"
+	"github.com/hooklane/hooklane/store/binform"
 )
 
 // A job's queue message carries, besides the job's id, a snapshot of what
@@ -163,9 +164,8 @@ func messageBodyOf(j *Job, ev *event.Event) []byte {
 	if !snapshottable(j) {
 		return []byte(j.ID)
 	}
-	w := jobWriter{b: make([]byte, 0, 1024)}
-	w.b = AppendJobBinary(w.b, j)
-	jobLen := len(w.b)
+	w := jobWriter{binform.Writer{B: AppendJobBinary(make([]byte, 0, 1024), j)}}
+	jobLen := len(w.B)
 	if ev != nil && ev.ID == j.EventID && len(ev.Event.Data)+len(ev.Event.DataBase64) <= snapshotEventMaxBytes {
 		if ce, err := ev.Event.MarshalJSON(); err == nil {
 			w.bool(true)
@@ -173,16 +173,16 @@ func messageBodyOf(j *Job, ev *event.Event) []byte {
 			w.time(ev.ReceivedAt)
 			w.str(ev.DedupKey)
 			w.str(ev.SchemaVersion)
-			w.raw(ce)
-			if body := binaryMessage(w.b); len(body) <= snapshotMaxBytes {
+			w.Bytes(ce)
+			if body := binaryMessage(w.B); len(body) <= snapshotMaxBytes {
 				return body
 			}
 		}
 	}
 	// The job alone: too big with the event, or without one.
-	w.b = w.b[:jobLen]
+	w.B = w.B[:jobLen]
 	w.bool(false)
-	if body := binaryMessage(w.b); len(body) <= snapshotMaxBytes {
+	if body := binaryMessage(w.B); len(body) <= snapshotMaxBytes {
 		return body
 	}
 	return []byte(j.ID)
@@ -204,10 +204,10 @@ func readBinaryMessage(body []byte) (MessageContent, error) {
 	if err != nil {
 		return MessageContent{}, fmt.Errorf("%w: %w", ErrBadMessage, err)
 	}
-	r := jobReader{s: string(b)}
+	r := jobReader{binform.NewReader(string(b))}
 	j := r.job()
-	if r.err != nil {
-		return MessageContent{}, fmt.Errorf("%w: %w", ErrBadMessage, r.err)
+	if err := r.Err(); err != nil {
+		return MessageContent{}, fmt.Errorf("%w: %w", ErrBadMessage, err)
 	}
 	if j.ID == "" {
 		return MessageContent{}, ErrBadMessage
@@ -216,14 +216,14 @@ func readBinaryMessage(body []byte) (MessageContent, error) {
 	if r.bool() {
 		ev := &event.Event{ID: r.str(), ReceivedAt: r.time(), DedupKey: r.str(), SchemaVersion: r.str()}
 		ce := r.str()
-		if r.err == nil && len(r.s) == 0 && ev.ID == j.EventID && ev.ID != "" {
+		if r.Err() == nil && r.Len() == 0 && ev.ID == j.EventID && ev.ID != "" {
 			if err := ev.Event.UnmarshalJSON([]byte(ce)); err != nil {
 				return MessageContent{}, fmt.Errorf("%w: event: %w", ErrBadMessage, err)
 			}
 			out.Event = ev
 		}
 	}
-	if r.err != nil || len(r.s) > 0 {
+	if r.Err() != nil || r.Len() > 0 {
 		return MessageContent{}, fmt.Errorf("%w: bad snapshot", ErrBadMessage)
 	}
 	return out, nil

@@ -3,8 +3,11 @@ package pebblestore
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"time"
+
+	"github.com/hooklane/hooklane/store/binform"
 )
 
 // errCorrupt is returned when a stored value does not decode.
@@ -84,20 +87,18 @@ func lastPart(k []byte, skip int) string {
 // noTime encodes a nil optional timestamp.
 const noTime = math.MinInt64
 
-// enc appends the fields of a value.
-type enc struct{ b []byte }
+// enc appends the fields of a value: binform's primitives under the
+// names the records use, and their optional times.
+type enc struct{ binform.Writer }
 
-func (e *enc) str(s string) {
-	e.b = binary.AppendUvarint(e.b, uint64(len(s)))
-	e.b = append(e.b, s...)
-}
+// newEnc returns an enc appending to b.
+func newEnc(b []byte) enc { return enc{binform.Writer{B: b}} }
 
-func (e *enc) bytes(s []byte) {
-	e.b = binary.AppendUvarint(e.b, uint64(len(s)))
-	e.b = append(e.b, s...)
-}
+func (e *enc) str(s string) { e.Str(s) }
 
-func (e *enc) i64(v int64) { e.b = binary.AppendVarint(e.b, v) }
+func (e *enc) bytes(s []byte) { e.Bytes(s) }
+
+func (e *enc) i64(v int64) { e.Varint(v) }
 
 func (e *enc) optTime(t *time.Time) {
 	if t == nil {
@@ -107,53 +108,26 @@ func (e *enc) optTime(t *time.Time) {
 	e.i64(t.UnixMilli())
 }
 
-// dec reads the fields enc wrote; the first failure sticks.
-type dec struct {
-	b   []byte
-	err error
+// dec reads the fields enc wrote; the first failure sticks (see fault).
+type dec struct{ binform.Reader[[]byte] }
+
+// newDec returns a dec reading v; what it returns of raw aliases v.
+func newDec(v []byte) dec { return dec{binform.NewReader(v)} }
+
+// fault is the first failure, wrapping errCorrupt; nil while every read
+// succeeded.
+func (d *dec) fault() error {
+	if err := d.Err(); err != nil {
+		return fmt.Errorf("%w: %w", errCorrupt, err)
+	}
+	return nil
 }
 
-func (d *dec) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errCorrupt
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *dec) raw() []byte { return d.Str() }
 
-func (d *dec) raw() []byte {
-	n := d.uvarint()
-	if d.err != nil {
-		return nil
-	}
-	if uint64(len(d.b)) < n {
-		d.err = errCorrupt
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
-}
+func (d *dec) str() string { return string(d.Str()) }
 
-func (d *dec) str() string { return string(d.raw()) }
-
-func (d *dec) i64() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.err = errCorrupt
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *dec) i64() int64 { return d.Varint() }
 
 func (d *dec) time() time.Time { return time.UnixMilli(d.i64()).UTC() }
 

@@ -50,8 +50,7 @@ func newEventRecord(e *event.Event) (*eventRecord, error) {
 }
 
 func (r *eventRecord) value() []byte {
-	e := enc{b: make([]byte, 0, 64+len(r.doc))}
-	e.b = append(e.b, eventFormat)
+	e := newEnc(append(make([]byte, 0, 64+len(r.doc)), eventFormat))
 	e.str(r.dedupKey)
 	e.i64(r.receivedAt)
 	e.optTime(r.fannedOutAt)
@@ -66,7 +65,7 @@ func (r *eventRecord) value() []byte {
 		e.str(r.extValues[i])
 	}
 	e.bytes(r.doc)
-	return e.b
+	return e.B
 }
 
 // parseEventRecord decodes an event's value; doc aliases v.
@@ -74,7 +73,7 @@ func parseEventRecord(id string, v []byte) (*eventRecord, error) {
 	if len(v) == 0 || v[0] != eventFormat {
 		return nil, fmt.Errorf("decode event %s: %w", id, errCorrupt)
 	}
-	d := dec{b: v[1:]}
+	d := newDec(v[1:])
 	r := &eventRecord{id: id}
 	r.dedupKey = d.str()
 	r.receivedAt = d.i64()
@@ -85,13 +84,13 @@ func parseEventRecord(id string, v []byte) (*eventRecord, error) {
 	r.subject = d.str()
 	r.messageGroup = d.str()
 	n := d.i64()
-	for i := int64(0); i < n && d.err == nil; i++ {
+	for i := int64(0); i < n && d.Err() == nil; i++ {
 		r.extNames = append(r.extNames, d.str())
 		r.extValues = append(r.extValues, d.str())
 	}
 	r.doc = d.raw()
-	if d.err != nil {
-		return nil, fmt.Errorf("decode event %s: %w", id, d.err)
+	if err := d.fault(); err != nil {
+		return nil, fmt.Errorf("decode event %s: %w", id, err)
 	}
 	return r, nil
 }

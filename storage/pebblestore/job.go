@@ -94,8 +94,7 @@ func (s *Store) newJobRecords(jobs []*dispatch.Job, version int64) ([]*jobRecord
 }
 
 func (r *jobRecord) value() []byte {
-	e := enc{b: make([]byte, 0, 160+len(r.doc))}
-	e.b = append(e.b, r.format)
+	e := newEnc(append(make([]byte, 0, 160+len(r.doc)), r.format))
 	e.i64(r.version)
 	e.str(r.status)
 	e.str(r.orderKey)
@@ -111,7 +110,7 @@ func (r *jobRecord) value() []byte {
 	e.i64(r.leaseAt)
 	e.str(r.secret)
 	e.bytes(r.doc)
-	return e.b
+	return e.B
 }
 
 // parseJobRecord decodes a job's value; doc aliases v.
@@ -119,7 +118,7 @@ func parseJobRecord(id string, v []byte) (*jobRecord, error) {
 	if len(v) == 0 || (v[0] != jobFormatJSON && v[0] != jobFormatBinary) {
 		return nil, fmt.Errorf("decode job %s: %w", id, errCorrupt)
 	}
-	d := dec{b: v[1:]}
+	d := newDec(v[1:])
 	r := &jobRecord{id: id, format: v[0]}
 	r.version = d.i64()
 	r.status = d.str()
@@ -136,8 +135,8 @@ func parseJobRecord(id string, v []byte) (*jobRecord, error) {
 	r.leaseAt = d.i64()
 	r.secret = d.str()
 	r.doc = d.raw()
-	if d.err != nil {
-		return nil, fmt.Errorf("decode job %s: %w", id, d.err)
+	if err := d.fault(); err != nil {
+		return nil, fmt.Errorf("decode job %s: %w", id, err)
 	}
 	return r, nil
 }
@@ -207,7 +206,7 @@ func (r *jobRecord) indexEntries() []entry {
 	due.str(r.delivery)
 	due.str(r.subscriptionID)
 	out := []entry{
-		{key(pfxJobStatus, r.status, r.orderKey, r.id), due.b},
+		{key(pfxJobStatus, r.status, r.orderKey, r.id), due.B},
 		{key(pfxJobGroup, r.subscriptionID, r.group, r.orderKey, r.id), []byte(r.status)},
 		{key(pfxJobEvent, r.eventID, r.id), nil},
 	}
@@ -608,10 +607,10 @@ func (s *Store) JobListDue(_ context.Context, p *dispatch.JobListDueParams) ([]*
 		prefix := append(key(pfxJobStatus, string(p.Status)), 0)
 		var ids []string
 		err := scan(db, prefix, prefixEnd(prefix), false, func(k, v []byte) (bool, error) {
-			d := dec{b: v}
+			d := newDec(v)
 			due, delivery, sub := d.i64(), d.str(), d.str()
-			if d.err != nil {
-				return false, fmt.Errorf("decode job index: %w", d.err)
+			if err := d.fault(); err != nil {
+				return false, fmt.Errorf("decode job index: %w", err)
 			}
 			if due > now || (p.SubscriptionID != "" && sub != p.SubscriptionID) ||
 				(p.Delivery != "" && delivery != string(p.Delivery)) {

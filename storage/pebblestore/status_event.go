@@ -40,7 +40,7 @@ const statusDataBinary = 1
 // presence flag and the value, the subscriptions as their count + 1 (0:
 // nil, which JSON leaves out, apart from empty).
 func appendStatusData(b []byte, d *stream.Data) []byte {
-	e := enc{b: append(b, statusDataBinary)}
+	e := newEnc(append(b, statusDataBinary))
 	e.str(d.JobID)
 	e.str(d.EventID)
 	e.str(d.EventType)
@@ -74,7 +74,7 @@ func appendStatusData(b []byte, d *stream.Data) []byte {
 		e.i64(1)
 		e.i64(*n)
 	}
-	return e.b
+	return e.B
 }
 
 // parseStatusData decodes d from either form.
@@ -87,13 +87,13 @@ func parseStatusData(b []byte, d *stream.Data) error {
 		d.NextProbeAt = msUTCPtr(d.NextProbeAt)
 		return nil
 	}
-	r := dec{b: b[1:]}
+	r := newDec(b[1:])
 	d.JobID = r.str()
 	d.EventID = r.str()
 	d.EventType = r.str()
 	d.Subscription = r.str()
 	if n := r.i64(); n > 0 {
-		if n-1 > int64(len(r.b)) {
+		if n-1 > int64(r.Len()) {
 			return errCorrupt
 		}
 		d.Subscriptions = make([]string, n-1)
@@ -120,28 +120,31 @@ func parseStatusData(b []byte, d *stream.Data) error {
 			*p = &n
 		}
 	}
-	if r.err == nil && len(r.b) > 0 {
+	if err := r.fault(); err != nil {
+		return err
+	}
+	if r.Len() > 0 {
 		return errCorrupt
 	}
-	return r.err
+	return nil
 }
 
 func (r *statusRecord) value() []byte {
-	e := enc{b: make([]byte, 0, 48+len(r.data))}
+	e := newEnc(make([]byte, 0, 48+len(r.data)))
 	e.str(r.typ)
 	e.i64(r.time)
 	e.str(r.subject)
 	e.bytes(r.data)
-	return e.b
+	return e.B
 }
 
 // decodeStatus decodes a status event's value.
 func decodeStatus(id string, v []byte) (stream.Event, error) {
-	d := dec{b: v}
+	d := newDec(v)
 	e := stream.Event{ID: id, Type: d.str(), Time: d.time(), Subject: d.str()}
 	data := d.raw()
-	if d.err != nil {
-		return e, fmt.Errorf("decode status event %s: %w", id, d.err)
+	if err := d.fault(); err != nil {
+		return e, fmt.Errorf("decode status event %s: %w", id, err)
 	}
 	if err := parseStatusData(data, &e.Data); err != nil {
 		return e, fmt.Errorf("decode status event %s: %w", id, err)
@@ -310,10 +313,10 @@ func (s *Store) StatusEventDeleteBefore(ctx context.Context, before time.Time, l
 			if v == nil {
 				continue
 			}
-			d := dec{b: v}
+			d := newDec(v)
 			r := &statusRecord{id: id, typ: d.str(), time: d.i64(), subject: d.str()}
-			if d.err != nil {
-				return fmt.Errorf("decode status event %s: %w", id, d.err)
+			if err := d.fault(); err != nil {
+				return fmt.Errorf("decode status event %s: %w", id, err)
 			}
 			recs = append(recs, r)
 		}
