@@ -142,10 +142,10 @@ func (e *Engine) runOnce(ctx context.Context, prog *Program, in Input, exclusive
 	if err != nil {
 		return Output{}, err
 	}
-	r := &watched{rt: sb.rt, timeout: e.cfg.Timeout, wallLimit: e.cfg.WallLimit, maxMemory: uint64(e.cfg.MaxMemory), exclusive: exclusive} //nolint:gosec // G115: MaxMemory is positive (Config defaults)
+	r := &sb.watch
+	*r = watched{rt: sb.rt, timeout: e.cfg.Timeout, wallLimit: e.cfg.WallLimit, maxMemory: uint64(e.cfg.MaxMemory), exclusive: exclusive} //nolint:gosec // G115: MaxMemory is positive (Config defaults)
 	stopCtx := context.AfterFunc(ctx, func() { sb.rt.Interrupt(KindTimeout) })
-	done := make(chan outcome, 1)
-	go func() {
+	sb.start(func() outcome {
 		// The run keeps one OS thread, so the thread's CPU clock measures it.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -162,22 +162,26 @@ func (e *Engine) runOnce(ctx context.Context, prog *Program, in Input, exclusive
 		} else {
 			e.wd.stop(r)
 		}
-		done <- outcome{out: out, err: err}
-	}()
-	abandon := time.NewTimer(e.cfg.WallLimit + AbandonGrace)
-	defer abandon.Stop()
+		return outcome{out: out, err: err}
+	})
+	sb.abandon.Reset(e.cfg.WallLimit + AbandonGrace)
 	select {
-	case res := <-done:
+	case res := <-sb.done:
+		sb.abandon.Stop()
 		stopCtx()
 		sb.rt.ClearInterrupt()
-		if !e.fresh {
+		if e.fresh {
+			sb.retire()
+		} else {
 			select {
 			case e.idle <- sb:
 			default:
+				sb.retire()
 			}
 		}
 		return res.out, res.err
-	case <-abandon.C:
+	case <-sb.abandon.C:
+		sb.dead.Store(true)
 		stopCtx()
 		e.wd.stop(r)
 		sb.rt.Interrupt(KindTimeout)

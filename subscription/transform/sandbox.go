@@ -48,6 +48,11 @@ type sandbox struct {
 	serialize    goja.Callable
 	resultBudget *budget
 
+	// watch is the run's watch (watchdog.go), and worker the goroutine
+	// that runs the sandbox's runs (worker.go).
+	watch watched
+	worker
+
 	// wantWhole is set when the handler asked a lazily built payload object
 	// for what only a plain object can do: the run is stopped and run again
 	// on an input built whole.
@@ -60,7 +65,7 @@ type sandbox struct {
 func newSandbox(maxLen, maxStr int64) (*sandbox, error) {
 	rt := goja.New()
 	rt.SetMaxCallStackSize(maxCallStack)
-	s := &sandbox{rt: rt, maxLen: maxLen, maxStr: maxStr, rangeError: rt.Get("RangeError")}
+	s := &sandbox{rt: rt, maxLen: maxLen, maxStr: maxStr, rangeError: rt.Get("RangeError"), worker: newWorker()}
 	// Guards first: they look built-ins up by their global names.
 	if err := s.guard(); err != nil {
 		return nil, err

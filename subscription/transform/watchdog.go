@@ -33,7 +33,17 @@ type watchdog struct {
 	mu       sync.Mutex
 	active   map[*watched]struct{}
 	watching bool
+	// allocs is the process's allocation read at allocsAt, by the watch
+	// or a run's begin: a run that begins less than WatchdogInterval
+	// later counts from it (see begin).
+	allocs   uint64
+	allocsAt time.Time
 }
+
+// watchLinger is how long the watchdog's goroutine goes on ticking with no
+// run active before it ends, so that runs in a steady stream do not each
+// start it again.
+const watchLinger = 100 * time.Millisecond
 
 // watched is one run under watch.
 type watched struct {
@@ -66,14 +76,25 @@ func readAllocs() uint64 {
 
 // begin starts watching r. It is called on the run's goroutine, locked to its
 // OS thread, so the thread's CPU clock is the run's.
+//
+// The run counts its allocation from the watchdog's last reading when that
+// is less than WatchdogInterval old (and the run is not exclusive): it is
+// never more than the allocation when the run began, so the run is charged
+// at most what the process allocated in that interval besides its own — a
+// bound the watchdog's tick already allows — and the reading (runtime
+// metrics, a few µs) is taken once per interval instead of once per run.
 func (w *watchdog) begin(r *watched) {
 	r.clock, r.cpu0, r.hasClock = currentThreadClock()
-	r.start, r.allocs0 = time.Now(), readAllocs()
+	r.start = time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if r.ended {
 		return
 	}
+	if r.exclusive || r.start.Sub(w.allocsAt) >= WatchdogInterval {
+		w.allocs, w.allocsAt = readAllocs(), r.start
+	}
+	r.allocs0 = w.allocs
 	if w.active == nil {
 		w.active = make(map[*watched]struct{})
 	}
@@ -108,27 +129,47 @@ func (w *watchdog) resume(r *watched) bool {
 	return true
 }
 
-// watch checks the active runs every WatchdogInterval until none is left.
+// watch checks the active runs every WatchdogInterval until none has been
+// active for watchLinger.
 func (w *watchdog) watch() {
 	tick := time.NewTicker(WatchdogInterval)
 	defer tick.Stop()
+	var idleSince time.Time
 	for range tick.C {
-		if !w.check() {
+		now := time.Now()
+		switch {
+		case w.check(now):
+			idleSince = time.Time{}
+		case idleSince.IsZero():
+			idleSince = now
+		case now.Sub(idleSince) >= watchLinger && w.end():
 			return
 		}
 	}
 }
 
+// end ends the watch unless a run has begun since its last check; it
+// reports whether it did.
+func (w *watchdog) end() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.active) > 0 {
+		return false
+	}
+	w.watching = false
+	return true
+}
+
 // check interrupts the runs past their time limit or memory bound; it
-// reports whether any run is still active.
-func (w *watchdog) check() bool {
+// reports whether any run is active.
+func (w *watchdog) check(now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.active) == 0 {
-		w.watching = false
 		return false
 	}
-	now, allocs := time.Now(), readAllocs()
+	allocs := readAllocs()
+	w.allocs, w.allocsAt = allocs, now
 	for r := range w.active {
 		switch {
 		case r.stopped:
