@@ -34,12 +34,16 @@ func validExtName(name string) bool {
 // (one unordered insert; a duplicate dedupKey marks its item a duplicate),
 // the jobs of the new events holding their status events (see
 // statusRelay; a job id already stored is skipped, so a repeated call is
-// harmless), the status events of events without jobs (likewise), and
-// last the events' fannedOutAt. A failure in between leaves events that
-// EventListNotFannedOut returns to the recovery poller. The last three
-// writes are shared with concurrent calls (group commits): under load one
-// command carries the jobs, status events or markers of many requests,
-// each caller going on only once the command carrying its own is done.
+// harmless), and the status events of events without jobs (likewise;
+// FerretDB: every status event). The events' fannedOutAt is not written
+// by the call: the marks wait in fanOutMarks for the status relay's next
+// round (within about StatusRelayInterval), so a request costs two
+// commands. A failure or a crash before a mark lands leaves events that
+// EventListNotFannedOut returns to the recovery poller, which stores
+// their jobs again harmlessly. The jobs and status event writes are
+// shared with concurrent calls (group commits): under load one command
+// carries those of many requests, each caller going on only once the
+// command carrying its own is done.
 func (s *Store) EventIngest(ctx context.Context, p *dispatch.EventIngestParams) ([]dispatch.EventIngestResult, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -80,7 +84,7 @@ func (s *Store) EventIngest(ctx context.Context, p *dispatch.EventIngestParams) 
 
 	var jobs []any
 	var statusEvents []any
-	var fresh []any
+	var fresh []string
 	for i, it := range p.Items {
 		if results[i].Duplicate {
 			continue
@@ -127,10 +131,14 @@ func (s *Store) EventIngest(ctx context.Context, p *dispatch.EventIngestParams) 
 	if err := s.statusInserts.Insert(ctx, statusEvents); err != nil {
 		return nil, fmt.Errorf("ingest events: insert status events: %w", err)
 	}
-	if err := s.fanOutMarks.Insert(ctx, fresh); err != nil {
-		return nil, fmt.Errorf("ingest events: %w", err)
-	}
 	now := ms(s.nowFunc())
+	if len(fresh) > 0 {
+		if s.fanOutMarks.add(fresh, now) {
+			s.relay.poke()
+		} else if err := s.markFannedOut(ctx, toAny(fresh), now); err != nil {
+			return nil, fmt.Errorf("ingest events: %w", err)
+		}
+	}
 	for i, it := range p.Items {
 		if !results[i].Duplicate {
 			at := now
@@ -191,7 +199,28 @@ func (s *Store) EventGetByID(ctx context.Context, id string) (*event.Event, erro
 	if err != nil {
 		return nil, fmt.Errorf("get event %s: %w", id, err)
 	}
+	s.withWaitingMark(e)
 	return e, nil
+}
+
+// withWaitingMark sets e's FannedOutAt when its mark waits in
+// fanOutMarks: its jobs are stored.
+func (s *Store) withWaitingMark(e *event.Event) {
+	if e.FannedOutAt != nil {
+		return
+	}
+	if at, ok := s.fanOutMarks.at(e.ID); ok {
+		e.FannedOutAt = &at
+	}
+}
+
+// toAny returns ids as a []any.
+func toAny(ids []string) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
 }
 
 // EventList returns one page of events, newest (highest id) first.
@@ -225,15 +254,20 @@ func (s *Store) EventList(ctx context.Context, p *event.ListParams) (*event.Page
 		if page.Events[i], err = docs[i].asDomain(); err != nil {
 			return nil, fmt.Errorf("list events: %w", err)
 		}
+		s.withWaitingMark(page.Events[i])
 	}
 	return page, nil
 }
 
 // EventListNotFannedOut returns up to p.Limit events received before
-// p.ReceivedBefore that are not marked fanned out, oldest first.
+// p.ReceivedBefore that are not marked fanned out, oldest first. The
+// marks waiting in fanOutMarks are written first.
 func (s *Store) EventListNotFannedOut(ctx context.Context, p *event.ListNotFannedOutParams) ([]*event.Event, error) {
 	if err := s.check(); err != nil {
 		return nil, err
+	}
+	if err := s.writeFanOutMarks(ctx); err != nil {
+		return nil, fmt.Errorf("list events not fanned out: %w", err)
 	}
 	filter := bson.D{
 		{Key: "fannedOutAt", Value: nil},
@@ -262,11 +296,7 @@ func (s *Store) EventMarkFannedOut(ctx context.Context, ids []string, at time.Ti
 	if err := s.check(); err != nil {
 		return err
 	}
-	marks := make([]any, len(ids))
-	for i, id := range ids {
-		marks[i] = id
-	}
-	if err := s.markFannedOut(ctx, marks, ms(at)); err != nil {
+	if err := s.markFannedOut(ctx, toAny(ids), ms(at)); err != nil {
 		return fmt.Errorf("mark events fanned out: %w", err)
 	}
 	return nil

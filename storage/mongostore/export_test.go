@@ -14,6 +14,10 @@ func (s *Store) EventClearFannedOut(ctx context.Context, ids []string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
+	if err := s.writeFanOutMarks(ctx); err != nil {
+		return err
+	}
+	s.fanOutMarks.forget(ids)
 	_, err := s.events.UpdateMany(ctx,
 		bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "fannedOutAt", Value: nil}}}})
@@ -46,3 +50,26 @@ func (s *Store) PlantGuard(ctx context.Context, coll, id string, version int64, 
 // status events in the job's document (on MongoDB by default, see
 // Store.holdStatus), so tests reach both paths whatever the server.
 func (s *Store) SetHoldStatusEvents(on bool) { s.holdStatus = on }
+
+// PauseJobCommits makes JobUpdate calls queue their writes as if a shared
+// bulkWrite were running (see jobCommitter), until ResumeJobCommits.
+func (s *Store) PauseJobCommits() {
+	c := s.jobCommits
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running = true
+}
+
+// QueuedJobWrites returns how many job writes wait for a bulkWrite.
+func (s *Store) QueuedJobWrites() int {
+	c := s.jobCommits
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
+// ResumeJobCommits sends the queued job writes, as the end of a running
+// bulkWrite would.
+func (s *Store) ResumeJobCommits(ctx context.Context) {
+	go s.jobCommits.lead(ctx)
+}

@@ -150,7 +150,8 @@ func (s *Store) JobList(ctx context.Context, p *dispatch.JobListParams) (*dispat
 
 // JobUpdate replaces the stored job when its version is p.Job.Version (one
 // update filtered on id and version, behind a write guard on FerretDB: see
-// replaceJob), with its operational outbox events (p.Outbox) and its
+// replaceJob; concurrent calls' updates share one bulkWrite, see
+// jobCommitter), with its operational outbox events (p.Outbox) and its
 // status events (p.Events, which the status relay moves to statusEvents)
 // inside the written document, then sets p.Job.Version to the new
 // version. (On FerretDB the status events are inserted apart, after the

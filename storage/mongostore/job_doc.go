@@ -50,6 +50,10 @@ type jobDoc struct {
 	RetriedAt   *time.Time `bson:"retriedAt,omitempty"`
 	TraceParent string     `bson:"traceParent,omitempty"`
 	Version     int64      `bson:"version"`
+	// WriteToken is unique to the JobUpdate that wrote this version (empty
+	// on an inserted job): it tells a write that landed from one that did
+	// not when a shared bulkWrite matched fewer (see jobCommitter.resolve).
+	WriteToken string `bson:"writeToken,omitempty"`
 
 	// Outbox are the operational outbox events of the job's writes not yet
 	// relayed (dispatch.JobUpdateParams.Outbox: its dispatch.discarded

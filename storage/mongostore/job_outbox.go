@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/hooklane/hooklane/store"
@@ -47,21 +48,22 @@ func jobHasOutbox() bson.D {
 // id and version: $set of every job field, the update's own events
 // appended with $push. On FerretDB the version is read under the write
 // guard anyway, and the held events with it, and the document replaced.
+// Either write is committed with those of concurrent calls, in one
+// bulkWrite (see jobCommitter).
 func (s *Store) replaceJob(ctx context.Context, id string, expected int64, doc *jobDoc) error {
 	own, ownStatus := doc.Outbox, doc.StatusOutbox
+	doc.WriteToken = s.jobCommits.newToken()
 	if !s.writeGuards {
 		update, err := jobUpdateDoc(doc, own, ownStatus, s.nowFunc())
 		if err != nil {
 			return err
 		}
-		res, err := s.jobs.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "version", Value: expected}}, update)
-		if err != nil {
-			return translate(ctx, err)
-		}
-		if res.MatchedCount == 0 {
-			return s.missingOr(ctx, s.jobs, id, store.ErrStale)
-		}
-		return nil
+		return s.jobCommits.commit(ctx, &jobWrite{
+			id: id, expected: expected, token: doc.WriteToken,
+			model: mongo.NewUpdateOneModel().
+				SetFilter(bson.D{{Key: "_id", Value: id}, {Key: "version", Value: expected}}).
+				SetUpdate(update),
+		})
 	}
 	key := fmt.Sprintf("%s/%s@%d", s.jobs.Name(), id, expected+1)
 	take := s.acquireGuard
@@ -89,14 +91,10 @@ func (s *Store) replaceJob(ctx context.Context, id string, expected int64, doc *
 	doc.StatusOutbox, doc.StatusPending = nil, ""
 	holdStatusEvents(doc, cur.StatusOutbox)
 	holdStatusEvents(doc, ownStatus)
-	res, err := s.jobs.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, doc)
-	if err != nil {
-		return translate(ctx, err)
-	}
-	if res.MatchedCount == 0 {
-		return store.ErrNotFound
-	}
-	return nil
+	return s.jobCommits.commit(ctx, &jobWrite{
+		id: id, expected: expected, token: doc.WriteToken,
+		model: mongo.NewReplaceOneModel().SetFilter(bson.D{{Key: "_id", Value: id}}).SetReplacement(doc),
+	})
 }
 
 // jobOptionalFields are the members of a job document that are left out

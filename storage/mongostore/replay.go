@@ -193,6 +193,7 @@ func (s *Store) EventListReceived(ctx context.Context, p *event.ListReceivedPara
 		if out[i], err = docs[i].asDomain(); err != nil {
 			return nil, fmt.Errorf("list events by receivedAt: %w", err)
 		}
+		s.withWaitingMark(out[i])
 	}
 	return out, nil
 }

@@ -66,7 +66,9 @@ func jobHasStatusOutbox() bson.D {
 // duplicates are ignored). Every job write kicks it; rounds start at most
 // once per interval, so under load one round carries the events of many
 // writes. Several instances may relay the same events at once: ids are
-// unique, so a second insert of an event is a no-op.
+// unique, so a second insert of an event is a no-op. Each round of run
+// also writes the fannedOutAt marks of the events ingested since the
+// last (see fanOutMarks): one updateMany on MongoDB.
 type statusRelay struct {
 	s        *Store
 	interval time.Duration
@@ -128,11 +130,15 @@ func (r *statusRelay) run(ctx context.Context) {
 		}()
 		full, uncleared, err := r.round(rctx)
 		more := full || uncleared
-		cancel()
 		if err != nil {
 			r.s.logger.WarnContext(base, "status event relay round failed", "error", err)
 		}
-		if more || err != nil {
+		markErr := r.s.writeFanOutMarks(rctx)
+		cancel()
+		if markErr != nil {
+			r.s.logger.WarnContext(base, "write fanned-out marks failed", "error", markErr)
+		}
+		if more || err != nil || markErr != nil {
 			r.poke()
 		}
 	}

@@ -4,8 +4,9 @@
 // It uses no multi-document transaction, so it runs on deployments without
 // them (FerretDB, standalone servers). Writes that span several documents are
 // made idempotent instead: events first, then their jobs (deterministic ids),
-// then status events, and the event's fannedOutAt marker last, so a crash in
-// between leaves work the fan-out recovery poller finishes. A job's status
+// then status events, and the event's fannedOutAt marker last (written
+// after the request, by the status relay's goroutine: see fanOutMarks), so
+// a crash in between leaves work the fan-out recovery poller finishes. A job's status
 // events are written inside the job's own document by the write that
 // causes them, and moved to the statusEvents collection by a relay
 // (statusRelay).
@@ -144,13 +145,15 @@ type Store struct {
 	// jobInserts shares the job inserts of concurrent ingests; an id
 	// already stored is skipped.
 	jobInserts groupInserter
-	// fanOutMarks shares the fannedOutAt updates of concurrent ingests:
-	// its documents are event ids (strings), marked at the shared update's
-	// time (callers rely on the marker's presence, not its value).
-	fanOutMarks groupInserter
+	// fanOutMarks holds the fannedOutAt marks of ingested events until
+	// the status relay's goroutine writes them (see fanOutMarks).
+	fanOutMarks fanOutMarks
 	// relay moves the status events held in job documents to
 	// statusEvents; its goroutine runs from Open to Close.
 	relay *statusRelay
+	// jobCommits shares the job writes of concurrent JobUpdate calls
+	// (see jobCommitter).
+	jobCommits *jobCommitter
 }
 
 // Open connects to the server at cfg.URI, checks that it answers and creates
@@ -200,6 +203,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.nowFunc == nil {
 		s.nowFunc = time.Now
 	}
+	if s.jobCommits, err = newJobCommitter(s); err != nil {
+		_ = client.Disconnect(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("open mongo store: %w", err)
+	}
 	s.statusInserts.insert = func(ctx context.Context, docs []any) error {
 		_, err := insertIgnoringDuplicates(ctx, s.statusEvents, docs)
 		return err
@@ -207,9 +214,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.jobInserts.insert = func(ctx context.Context, docs []any) error {
 		_, err := insertIgnoringDuplicates(ctx, s.jobs, docs)
 		return err
-	}
-	s.fanOutMarks.insert = func(ctx context.Context, ids []any) error {
-		return s.markFannedOut(ctx, ids, ms(s.nowFunc()))
 	}
 	if err := s.prepare(ctx); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
@@ -296,6 +300,11 @@ func (s *Store) Close() error {
 	s.relay.close()
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
+	// The marks still waiting; those not written are the recovery
+	// poller's (see fanOutMarks).
+	if err := s.writeFanOutMarks(ctx); err != nil {
+		s.logger.WarnContext(ctx, "write fanned-out marks at close", "error", err)
+	}
 	if err := s.client.Disconnect(ctx); err != nil {
 		return fmt.Errorf("disconnect from mongo: %w", err)
 	}

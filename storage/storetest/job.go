@@ -237,6 +237,11 @@ func testJob(t *testing.T, newStore NewStoreFunc) {
 		require.Len(t, events, 1, "only the winner's status event is stored")
 	})
 
+	t.Run("ConcurrentClaimsOfManyJobs", func(t *testing.T) {
+		t.Parallel()
+		testJobConcurrentClaims(t, newStore)
+	})
+
 	t.Run("List", func(t *testing.T) { t.Parallel(); testJobList(t, newStore) })
 	t.Run("ListPagination", func(t *testing.T) { t.Parallel(); testJobListPagination(t, newStore) })
 	t.Run("ListDue", func(t *testing.T) { t.Parallel(); testJobListDue(t, newStore) })
@@ -494,4 +499,79 @@ func testJobDeleteFinishedBefore(t *testing.T, newStore NewStoreFunc) {
 	page, err := b.store.JobList(b.ctx, &dispatch.JobListParams{Limit: 100})
 	require.NoError(t, err)
 	require.ElementsMatch(t, jobIDs([]*dispatch.Job{doneAtCutoff, doneNew, pendingOld, queuedOld, runningOld}), jobIDs(page.Jobs))
+}
+
+// testJobConcurrentClaims races two claimants on each of several jobs, all
+// at once (an adapter may commit concurrent updates together, and must
+// still tell each caller its own outcome): of each pair exactly one wins,
+// the other gets store.ErrConflict, and every job holds its winner's write
+// and status event only.
+func testJobConcurrentClaims(t *testing.T, newStore NewStoreFunc) {
+	t.Helper()
+	b := setup(t, newStore)
+	const jobs, perJob = 8, 2
+	all := make([]*dispatch.Job, jobs)
+	for k := range all {
+		all[k] = b.newJob(nil)
+	}
+	b.insertJobs(t, all...)
+	var (
+		read     sync.WaitGroup
+		done     sync.WaitGroup
+		start    = make(chan struct{})
+		errs     = make([]error, jobs*perJob)
+		workers  = make([]string, jobs*perJob)
+		versions = make([]int64, jobs*perJob)
+	)
+	read.Add(jobs * perJob)
+	done.Add(jobs * perJob)
+	for i := range jobs * perJob {
+		go func() {
+			defer done.Done()
+			id := all[i%jobs].ID
+			j, err := b.store.JobGetByID(b.ctx, id)
+			read.Done()
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			<-start // every claimant has read version 1 before anyone writes
+			if err := j.Transition(dispatch.StatusInProgress, baseTime().Add(time.Second)); err != nil {
+				errs[i] = err
+				return
+			}
+			workers[i] = name("worker-%d", i)
+			j.Worker = workers[i]
+			errs[i] = b.store.JobUpdate(b.ctx, &dispatch.JobUpdateParams{
+				Job:    j,
+				Events: []stream.Event{b.statusEvent(stream.TypeDispatchStarted, id, baseTime())},
+			})
+			versions[i] = j.Version
+		}()
+	}
+	read.Wait()
+	close(start)
+	done.Wait()
+
+	for k, job := range all {
+		winner := -1
+		for i := k; i < jobs*perJob; i += jobs {
+			if errs[i] == nil {
+				require.Equal(t, -1, winner, "two claimants of job %d succeeded", k)
+				require.Equal(t, int64(2), versions[i], "a winner's job carries the new version")
+				winner = i
+				continue
+			}
+			require.ErrorIs(t, errs[i], store.ErrConflict, "claimant %d of job %d", i, k)
+			require.Equal(t, int64(1), versions[i], "a refused update leaves the version")
+		}
+		require.NotEqual(t, -1, winner, "no claimant of job %d succeeded", k)
+		got, err := b.store.JobGetByID(b.ctx, job.ID)
+		require.NoError(t, err)
+		require.Equal(t, workers[winner], got.Worker)
+		require.Equal(t, int64(2), got.Version)
+		events, err := b.store.StatusEventListBySubject(b.ctx, job.ID)
+		require.NoError(t, err)
+		require.Len(t, events, 1, "only the winner's status event is stored")
+	}
 }
