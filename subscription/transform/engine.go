@@ -286,8 +286,8 @@ type inputText struct {
 // JSON.stringify once parsed, so s equal to the text is unchanged whatever
 // the text; a canonical text is compared as it is; only a changed payload
 // of a text that is not canonical, built lazily, costs a whole build.
-func (t *inputText) changed(sb *sandbox, s string) (bool, error) {
-	if s == t.text {
+func (t *inputText) changed(sb *sandbox, s []byte) (bool, error) {
+	if string(s) == t.text {
 		return false, nil
 	}
 	if t.canonical {
@@ -304,7 +304,7 @@ func (t *inputText) changed(sb *sandbox, s string) (bool, error) {
 		}
 		t.canon, t.known = js.String(), true
 	}
-	return s != t.canon, nil
+	return string(s) != t.canon, nil
 }
 
 // buildInput makes the handler's argument (API.md §16) in rt, as JSON.parse
@@ -355,7 +355,6 @@ func define(obj *goja.Object, name string, v goja.Value) error {
 // output validates the handler's result against §16 and fills in the members
 // it left out.
 func (e *Engine) output(sb *sandbox, res goja.Value, in Input, src *inputText) (Output, error) {
-	rt := sb.rt
 	obj, ok := res.(*goja.Object)
 	if _, isFunc := goja.AssertFunction(res); !ok || isFunc || obj.ClassName() == "Array" {
 		return Output{}, invalid("the handler must return an object, not %s", describe(res))
@@ -399,35 +398,21 @@ func (e *Engine) output(sb *sandbox, res goja.Value, in Input, src *inputText) (
 		// The input's own object, untouched: its text is the input's.
 		size += int64(len(out.Payload))
 	} else if present(v) {
-		b := &budget{s: sb, max: e.cfg.MaxResultBytes - size, what: "the result"}
-		if sb.serialize == nil {
-			// A function called from Go, so that the guards' panics become
-			// errors.
-			sb.serialize, _ = goja.AssertFunction(rt.ToValue(func(c goja.FunctionCall) goja.Value {
-				return sb.stringify(sb.origStringify, c.Argument(0), goja.Undefined(), goja.Undefined(), sb.resultBudget)
-			}))
-		}
-		sb.resultBudget = b
-		js, err := sb.serialize(goja.Undefined(), v)
-		sb.resultBudget = nil
+		js, err := e.payloadJSON(sb, v, e.cfg.MaxResultBytes-size)
 		if err != nil {
-			if b.exceeded {
-				return Output{}, &RunError{Kind: KindTooLarge, Message: fmt.Sprintf("the result is more than %d bytes", e.cfg.MaxResultBytes)}
-			}
 			return Output{}, err
 		}
-		if js == nil || goja.IsUndefined(js) {
+		if js == nil {
 			return Output{}, invalid("payload must be a JSON value, not %s", describe(v))
 		}
-		s := js.String()
-		out.Payload = json.RawMessage(s)
-		out.PayloadIsString = len(s) > 0 && s[0] == '"'
-		changed, err := src.changed(sb, s)
+		out.Payload = json.RawMessage(js)
+		out.PayloadIsString = js[0] == '"'
+		changed, err := src.changed(sb, js)
 		if err != nil {
 			return Output{}, err
 		}
 		out.PayloadChanged = changed
-		size += int64(len(s))
+		size += int64(len(js))
 	}
 	if size > e.cfg.MaxResultBytes {
 		return Output{}, &RunError{Kind: KindTooLarge, Message: fmt.Sprintf("the result is more than %d bytes", e.cfg.MaxResultBytes)}
@@ -440,6 +425,51 @@ func (e *Engine) output(sb *sandbox, res goja.Value, in Input, src *inputText) (
 		out.Cancel = c
 	}
 	return out, nil
+}
+
+// payloadJSON is the JSON of the result's payload v, at most maxBytes
+// (result_json.go), nil when v is not a JSON value; it takes the guarded
+// stringify where the writer gives up.
+func (e *Engine) payloadJSON(sb *sandbox, v goja.Value, maxBytes int64) ([]byte, error) {
+	b := &budget{s: sb, max: maxBytes, what: "the result"}
+	if sb.serialize == nil {
+		// Functions called from Go, so that a throw (a guard's, a getter's)
+		// becomes an error.
+		sb.serialize, _ = goja.AssertFunction(sb.rt.ToValue(func(c goja.FunctionCall) goja.Value {
+			return sb.stringify(sb.origStringify, c.Argument(0), goja.Undefined(), goja.Undefined(), sb.resultBudget)
+		}))
+		sb.writeResult, _ = goja.AssertFunction(sb.rt.ToValue(func(c goja.FunctionCall) goja.Value {
+			return sb.rt.ToValue(sb.result.write(c.Argument(0)))
+		}))
+	}
+	w := &sb.result
+	*w = resultWriter{s: sb, b: b, buf: w.buf[:0], stack: w.stack[:0]}
+	wrote, err := sb.writeResult(goja.Undefined(), v)
+	if err == nil && !w.giveUp {
+		if !wrote.ToBoolean() {
+			return nil, nil
+		}
+		return slices.Clone(w.buf), nil
+	}
+	if err != nil {
+		if b.exceeded {
+			return nil, &RunError{Kind: KindTooLarge, Message: fmt.Sprintf("the result is more than %d bytes", e.cfg.MaxResultBytes)}
+		}
+		return nil, err
+	}
+	sb.resultBudget = b
+	js, err := sb.serialize(goja.Undefined(), v)
+	sb.resultBudget = nil
+	if err != nil {
+		if b.exceeded {
+			return nil, &RunError{Kind: KindTooLarge, Message: fmt.Sprintf("the result is more than %d bytes", e.cfg.MaxResultBytes)}
+		}
+		return nil, err
+	}
+	if js == nil || goja.IsUndefined(js) {
+		return nil, nil
+	}
+	return []byte(js.String()), nil
 }
 
 // headers validates the headers member: an object of string values, names

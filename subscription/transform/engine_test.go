@@ -175,6 +175,9 @@ func TestRunResultTooLarge(t *testing.T) {
 	out, err := run(t, e, `function handler(w) { return {payload: "x".repeat(4000)} }`, sampleInput())
 	require.NoError(t, err, "under the limit")
 	require.Len(t, out.Body(), 4000)
+	out, err = run(t, e, `function handler(w) { var a = []; for (var i = 0; i < 2000; i++) a.push(1); return {payload: a} }`, sampleInput())
+	require.NoError(t, err, "the limit counts the JSON's bytes (4,001 here), not an estimate per value")
+	require.Len(t, out.Body(), 4001)
 
 	for _, body := range []string{
 		`return {payload: "x".repeat(5000)}`,
@@ -182,6 +185,8 @@ func TestRunResultTooLarge(t *testing.T) {
 		`var s = "x".repeat(1000); return {payload: [s, 1, s, 2, s, 3, s, 4, s]}`, // the same string five times
 		`return {payload: "x".repeat(3000), headers: {"x-big": "y".repeat(2000)}}`,
 		`return {headers: {"x-big": "y".repeat(5000)}}`,
+		`var a = []; for (var i = 0; i < 2000; i++) a.push(null, 1); return {payload: a}`,
+		`var o = {}; for (var i = 0; i < 5000; i++) o["k" + i] = undefined; return {payload: o}`, // left out, but counted
 	} {
 		_, err := run(t, e, "function handler(w) { "+body+" }", sampleInput())
 		requireRunError(t, err, KindTooLarge, "more than 4096 bytes")

@@ -47,6 +47,10 @@ type sandbox struct {
 	call         *stringifyCall
 	serialize    goja.Callable
 	resultBudget *budget
+	// writeResult writes a result's payload with result, the writer kept
+	// from run to run with its buffer (result_json.go).
+	writeResult goja.Callable
+	result      resultWriter
 
 	// watch is the run's watch (watchdog.go), and worker the goroutine
 	// that runs the sandbox's runs (worker.go).
