@@ -35,13 +35,18 @@
 //     sends them; Send puts stored QUEUED push jobs on the queue, moving a
 //     job whose send failed back to PENDING (Enqueuer, with a breaker that
 //     spares producers a queue that is down).
-//   - Delivery (router and pull): HoldForOrder / Claimable apply the order
-//     gate (order.go); Claim moves QUEUED → IN_PROGRESS under a lease (of
-//     racing claimants exactly one wins, ErrClaimLost for the others; a job
-//     past its max age is discarded, ErrExpired); RecordOutcome (push) and
-//     Report (pull, idempotent for the holder) record the attempt and move
-//     the job on; Heartbeat extends a pull lease; HandBack returns a claim
-//     that never started.
+//   - Delivery (router and pull): ClaimGated (gate.go) is the one verb a
+//     delivery starts with: the order gate (HoldForOrder for push, which
+//     parks a held job; Claimable's rule for pull, order.go), the caller's
+//     admission (an Admitter: the router's share of a pool; none for pull),
+//     the circuit gate (HoldForCircuit, push only), then Claim, which moves
+//     QUEUED → IN_PROGRESS under a lease (of racing claimants exactly one
+//     wins, ErrClaimLost for the others; a job past its max age is
+//     discarded, ErrExpired); it returns a GateResult saying which gate
+//     stopped the job, and gives back an admission it does not use. Finish
+//     (push; RecordOutcome) and Report (pull, idempotent for the holder)
+//     record the attempt and move the job on; Heartbeat extends a pull
+//     lease; HandBack returns a claim that never started.
 //   - Waiting: Park and ParkPaused move a QUEUED job back to PENDING until
 //     a time, held by a blocker or a paused subscription; ReleaseGroup and
 //     ReleaseSubscription queue held jobs as soon as what held them is gone.
@@ -52,7 +57,7 @@
 //     once, maxAttempts more attempts, the max-age window restarted);
 //     Cancel; CancelSubscription, the cascade of a subscription's deletion.
 //   - Endpoint health (circuit.go, circuit_lifecycle.go): HoldForCircuit
-//     is the router's last gate before the claim; RecordOutcome counts each
+//     is ClaimGated's last gate before the claim; RecordOutcome counts each
 //     push outcome into the subscription's circuit; ReleaseCircuit and
 //     ResetCircuit release what a circuit held. See "Circuits" below.
 //

@@ -78,13 +78,14 @@ func (lc *Lifecycle) blocker(ctx context.Context, j *Job, inFlightHolds bool) (*
 
 // Claimable reports whether a pull job may be claimed now under its
 // ordering mode: no job of its group in flight and none before it in line.
+// It is the order gate of a pull claim in ClaimGated.
 func (lc *Lifecycle) Claimable(ctx context.Context, j *Job) (bool, error) {
 	b, err := lc.blocker(ctx, j, true)
 	return b == nil, err
 }
 
 // HoldForOrder applies the order gate to a QUEUED push job a router
-// received, before its claim. held is true when the job must not be
+// received, before its claim: the first gate of ClaimGated. held is true when the job must not be
 // delivered now; it was then parked PENDING:
 //   - BLOCK_ON_ERROR: with BlockedBy naming the blocker and a far
 //     NextAttemptAt (BlockedRecheck); the blocker's completion or

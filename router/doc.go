@@ -15,19 +15,27 @@
 //     poller) just has its message deleted;
 //  2. EVENT jobs: load the subscription (gone → Lifecycle.Cancel; paused →
 //     Lifecycle.ParkPaused) and the event;
-//  3. apply the order gate of the job's mode (Lifecycle.HoldForOrder, see
-//     Ordering);
-//  4. take a share of the job's pool in this router (see Pools) or put the
-//     message back for a second;
-//  5. Lifecycle.HoldForCircuit: while the subscription's circuit is open
-//     the job is parked until its probe (API.md §12); when the probe is
-//     due, exactly one job of all routers takes it;
-//  6. Lifecycle.Claim: QUEUED → IN_PROGRESS under a lease (version-checked:
-//     of two routers holding the same message, one wins; a job past its max
-//     age goes to ERROR instead);
-//  7. wait for a pool slot and a rate token;
-//  8. deliver through the Transport, which returns a dispatch.Outcome;
-//  9. Lifecycle.RecordOutcome: the attempt is recorded and the job moves on
+//  3. Lifecycle.ClaimGated, the gated claim of package dispatch, runs
+//     the gates in their order and then the claim, and says which stopped
+//     the job (a dispatch.GateResult the router turns into the message's
+//     fate):
+//     a. the order gate of the job's mode (see Ordering); a group head that
+//     looks lost is first delivered in this message's slot (lost_head.go)
+//     and the head read last is handed to the gate, so the group is read
+//     once;
+//     b. admission: a share of the job's pool in this router (see Pools),
+//     or the message goes back until the pool is expected to have room;
+//     c. the circuit gate: while the subscription's circuit is open the job
+//     is parked until its probe (API.md §12); when the probe is due,
+//     exactly one job of all routers takes it; a parked job gives its
+//     share back;
+//     d. the claim: QUEUED → IN_PROGRESS under a lease (version-checked: of
+//     two routers holding the same message, one wins; a job past its max
+//     age goes to ERROR instead; a claim that met a newer version of the
+//     message's snapshot reads the job and runs again);
+//  4. wait for a pool slot and a rate token;
+//  5. deliver through the Transport, which returns a dispatch.Outcome;
+//  6. Lifecycle.Finish: the attempt is recorded and the job moves on
 //     (COMPLETED, PENDING with a backoff, or ERROR; the next held job of a
 //     BLOCK_ON_ERROR group is released), the outcome counts into the
 //     circuit, and the message is deleted.
@@ -57,7 +65,7 @@
 //     is sent to the back of the group. A first attempt waits (parked) while
 //     an earlier job of its group has not had its first attempt (its send
 //     failed or it was parked), so first attempts start in ingest order.
-//   - BLOCK_ON_ERROR: before the claim, the router lists the group's jobs
+//   - BLOCK_ON_ERROR: before the claim, the order gate lists the group's jobs
 //     with a lower OrderKey that are unfinished (PENDING, QUEUED,
 //     IN_PROGRESS, ERROR). If there is one, the job is parked PENDING with
 //     BlockedBy = that job's id, a dispatch.blocked status event, and a far

@@ -13,8 +13,9 @@ import (
 // BLOCK_ON_ERROR, not yet finished) — holds the jobs after it back. This
 // file keeps a head whose message is lost or behind from stalling its group
 // (issue 22). The lifecycle backs off the held jobs while such a head does
-// not move and re-sends it under a new version (dispatch.HoldForOrder); the
-// router delivers it first, in the held job's slot.
+// not move and re-sends it under a new version (the order gate of
+// dispatch.ClaimGated); the router delivers it first, in the held job's
+// slot, and hands the head it read last to that gate.
 
 // retryDelayMax caps retryDelay: the group waits behind the kept message,
 // so a long last wait would outlast the refusal by as much.

@@ -235,3 +235,17 @@ func (ps *Pools) Snapshot() []*Pool {
 	}
 	return out
 }
+
+// poolAdmission admits a delivery into pool within the router's share of
+// it (dispatch.Admitter): the gated claim asks after the order gate and
+// gives the room back when the job is not claimed.
+type poolAdmission struct {
+	pool  *Pool
+	share int
+}
+
+// TryAdmit holds room in the pool when it holds fewer than its share.
+func (a *poolAdmission) TryAdmit() bool { return a.pool.TryHold(a.share) }
+
+// Unadmit gives the room back.
+func (a *poolAdmission) Unadmit() { a.pool.Unhold() }

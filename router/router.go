@@ -79,14 +79,10 @@ type Subscriptions interface {
 // Lifecycle is what the router needs of the job lifecycle
 // (*dispatch.Lifecycle): the verbs that move a job it received.
 type Lifecycle interface {
-	HoldForOrder(ctx context.Context, j *dispatch.Job) (bool, error)
-	HoldForOrderBehind(ctx context.Context, j, head *dispatch.Job) (bool, error)
 	GroupHead(ctx context.Context, j *dispatch.Job) (*dispatch.Job, error)
-	Unmoved(ctx context.Context, j *dispatch.Job) bool
-	HoldForCircuit(ctx context.Context, j *dispatch.Job, lease time.Duration) (bool, error)
 	ParkPaused(ctx context.Context, j *dispatch.Job) error
-	Claim(ctx context.Context, j *dispatch.Job, p dispatch.ClaimParams) error
-	RecordOutcome(ctx context.Context, j *dispatch.Job, o dispatch.Outcome) (*dispatch.Job, error)
+	ClaimGated(ctx context.Context, j *dispatch.Job, p dispatch.GateParams) (dispatch.GateResult, error)
+	Finish(ctx context.Context, j *dispatch.Job, o dispatch.Outcome) (*dispatch.Job, error)
 	HandBack(ctx context.Context, j *dispatch.Job, reason string) error
 	Cancel(ctx context.Context, id, reason string) (*dispatch.Job, error)
 }
@@ -573,55 +569,46 @@ func (r *Router) process(ctx, runCtx context.Context, msg dispatch.MessageConten
 			return dropIf(err == nil), err
 		}
 	}
-	var (
-		held bool
-		err  error
-	)
-	if head, known := r.deliverHeadsInPlace(ctx, runCtx, job); known {
-		held, err = r.cfg.Lifecycle.HoldForOrderBehind(ctx, job, head)
-	} else {
-		held, err = r.cfg.Lifecycle.HoldForOrder(ctx, job)
-	}
-	if err != nil || held {
-		return dropIf(err == nil), err
-	}
+	head, known := r.deliverHeadsInPlace(ctx, runCtx, job)
 	pool, err := r.cfg.Pools.Get(ctx, job.DispatchPoolID)
 	if err != nil {
 		return leave, fmt.Errorf("get pool: %w", err)
 	}
-	// Bound what one pool holds of this router, so a slow pool never takes
-	// the capacity other pools need: past its share the message goes back
-	// until the pool is expected to have room. Within its share, a pool
-	// keeps work waiting for its slots here, so a slot that frees never
-	// waits on the queue.
-	if !pool.TryHold(r.poolShare) {
-		*busy = poolBusy{pool: pool, wait: pool.DrainEstimate(poolBusyDelayFloor, r.cfg.PoolBusyDelay)}
-		return putBack, nil
-	}
-	defer pool.Unhold()
-	// The circuit of the job's subscription, last before the claim: while
-	// it is open the job waits parked, and of its half-open probes exactly
-	// one goes (a group's head, the order gate having passed).
-	held, err = r.cfg.Lifecycle.HoldForCircuit(ctx, job, r.cfg.Lease)
-	if err != nil || held {
-		return dropIf(err == nil), err
-	}
-	lease := time.Duration(job.TimeoutSeconds)*time.Second + r.cfg.Lease
-	if err := r.cfg.Lifecycle.Claim(ctx, job, dispatch.ClaimParams{Worker: r.cfg.WorkerID, Lease: lease}); err != nil {
-		if errors.Is(err, dispatch.ErrExpired) {
-			return drop, nil // discarded
-		}
-		if errors.Is(err, store.ErrConflict) {
-			if snapshot {
-				return reread, nil // the snapshot was not current: read the job
-			}
-			if r.cfg.Lifecycle.Unmoved(ctx, job) {
-				return retryLater, nil // the store refused the claim, the job as read: keep the message
-			}
-			return drop, nil // someone else moved it: their message or poller follows
-		}
+	// The gates, then the claim (dispatch.ClaimGated): the order gate of
+	// the job's mode; the pool's admission — one pool holds at most its
+	// share of this router, so a slow pool never takes the capacity other
+	// pools need, and within it work waits here for the pool's slots, so a
+	// slot that frees never waits on the queue; the circuit of the job's
+	// subscription, last before the claim.
+	admit := &poolAdmission{pool: pool, share: r.poolShare}
+	res, err := r.cfg.Lifecycle.ClaimGated(ctx, job, dispatch.GateParams{
+		Claim: dispatch.ClaimParams{
+			Worker: r.cfg.WorkerID, Lease: time.Duration(job.TimeoutSeconds)*time.Second + r.cfg.Lease,
+		},
+		Admit: admit, Head: head, HeadKnown: known, Snapshot: snapshot,
+	})
+	if err != nil {
 		return leave, err
 	}
+	switch res {
+	case dispatch.GateClaimed:
+	case dispatch.GateBusy:
+		// Past its share the message goes back until the pool is expected
+		// to have room.
+		*busy = poolBusy{pool: pool, wait: pool.DrainEstimate(poolBusyDelayFloor, r.cfg.PoolBusyDelay)}
+		return putBack, nil
+	case dispatch.GateStale:
+		return reread, nil // the snapshot was not current: read the job
+	case dispatch.GateRefused:
+		return retryLater, nil // the store refused the claim, the job as read: keep the message
+	case dispatch.GateFailed:
+		return leave, nil // not returned without an error
+	default:
+		// Held by its group or its circuit (parked), discarded, or moved
+		// by someone else, whose message or poller follows.
+		return drop, nil
+	}
+	defer pool.Unhold()
 	if err := pool.Acquire(runCtx); err != nil {
 		// Shutting down before a slot freed: hand the job back at once.
 		fctx, cancel := finishing(ctx)
@@ -650,13 +637,13 @@ func finishing(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 }
 
-// record hands an outcome to the lifecycle and says what becomes of the
+// record hands an outcome to the lifecycle's finish verb and says what becomes of the
 // message.
 func (r *Router) record(ctx context.Context, job *dispatch.Job, out dispatch.Outcome) (disposition, error) {
 	if out.Attempted && out.Attempt.Worker == "" {
 		out.Attempt.Worker = r.cfg.WorkerID
 	}
-	j, err := r.cfg.Lifecycle.RecordOutcome(ctx, job, out)
+	j, err := r.cfg.Lifecycle.Finish(ctx, job, out)
 	switch {
 	case errors.Is(err, dispatch.ErrLeaseLost):
 		return drop, nil // our lease expired and another worker owns the job now

@@ -68,8 +68,7 @@ type Store interface {
 // Lifecycle is what pull delivery needs of the job lifecycle
 // (*dispatch.Lifecycle).
 type Lifecycle interface {
-	Claimable(ctx context.Context, j *dispatch.Job) (bool, error)
-	Claim(ctx context.Context, j *dispatch.Job, p dispatch.ClaimParams) error
+	ClaimGated(ctx context.Context, j *dispatch.Job, p dispatch.GateParams) (dispatch.GateResult, error)
 	Report(ctx context.Context, id, worker, action string, o dispatch.Outcome) (*dispatch.Job, bool, error)
 	Heartbeat(ctx context.Context, id, worker string, lease time.Duration) (*dispatch.Job, error)
 }
@@ -258,25 +257,22 @@ func (s *Service) claimRound(ctx context.Context, subID string, p ClaimParams) (
 				continue // one job per group and claim; the rest wait their turn
 			}
 			decided[j.MessageGroup] = true
-			head, err := s.cfg.Lifecycle.Claimable(ctx, j)
-			if err != nil {
-				return nil, fmt.Errorf("check order of job %s: %w", j.ID, err)
-			}
-			if !head {
-				continue
-			}
 		}
+		// The order gate (a job of its group in flight holds it too), then
+		// the claim; no admission, and no circuit for pull jobs.
 		start := time.Now()
-		err = s.cfg.Lifecycle.Claim(ctx, j, dispatch.ClaimParams{Worker: p.Worker, Lease: s.cfg.Lease, Pull: true})
-		switch {
-		case err == nil:
-			s.traceJob(ctx, "pull.claim", start, j, p.Worker, trace.SpanKindConsumer, nil)
-			out = append(out, Claimed{Job: j, Event: ev})
-		case errors.Is(err, dispatch.ErrExpired), errors.Is(err, dispatch.ErrClaimLost):
-			// discarded for max age, or another worker got it first
-		default:
+		res, err := s.cfg.Lifecycle.ClaimGated(ctx, j, dispatch.GateParams{
+			Claim: dispatch.ClaimParams{Worker: p.Worker, Lease: s.cfg.Lease, Pull: true},
+		})
+		if err != nil {
 			return nil, fmt.Errorf("claim job %s: %w", j.ID, err)
 		}
+		if res == dispatch.GateClaimed {
+			s.traceJob(ctx, "pull.claim", start, j, p.Worker, trace.SpanKindConsumer, nil)
+			out = append(out, Claimed{Job: j, Event: ev})
+		}
+		// Otherwise: not its turn, discarded for max age, or another worker
+		// got it first.
 	}
 	return out, nil
 }
