@@ -226,12 +226,9 @@ func rawString(v []byte) (string, bool) {
 // checked here (events stored before this rule must still decode); ingest
 // checks it.
 func (e *Event) UnmarshalJSON(b []byte) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err //nolint:wrapcheck // the JSON error is the message
-	}
-	if raw == nil {
-		return errors.New("event must be a JSON object")
+	raw, copied, err := eventMembers(b)
+	if err != nil {
+		return err
 	}
 	*e = Event{}
 	var errs []error
@@ -239,7 +236,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		errs = append(errs, invalidUTF8(raw)...)
 	}
 	str := func(name string, dst *string) {
-		v, ok := raw[name]
+		v, ok := raw.get(name)
 		if !ok || string(v) == "null" {
 			return
 		}
@@ -270,10 +267,13 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			e.Time = t
 		}
 	}
-	if d, ok := raw["data"]; ok {
-		e.Data = d // json.RawMessage decodes into a copy of its own
+	if d, ok := raw.get("data"); ok {
+		if !copied {
+			d = bytes.Clone(d) // the event keeps no part of b
+		}
+		e.Data = d
 	}
-	if d, ok := raw["data_base64"]; ok && string(d) != "null" {
+	if d, ok := raw.get("data_base64"); ok && string(d) != "null" {
 		var s string
 		if err := json.Unmarshal(d, &s); err != nil {
 			errs = append(errs, &AttributeError{Name: "data_base64", Message: "must be a base64 string"})
@@ -286,7 +286,8 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			errs = append(errs, &AttributeError{Name: "data_base64", Message: "must not be present together with data"})
 		}
 	}
-	for k, v := range raw {
+	for _, m := range raw {
+		k, v := m.name, m.value
 		if reserved[k] {
 			continue
 		}
@@ -316,11 +317,11 @@ const msgLoneSurrogate = `must be valid UTF-8: an escaped lone UTF-16 surrogate 
 // (json.RawMessage keeps the bytes as they came). Data is left alone (see
 // UnmarshalJSON); a name with invalid bytes decodes with U+FFFD in it,
 // which Validate refuses.
-func invalidUTF8(raw map[string]json.RawMessage) []error {
+func invalidUTF8(raw members) []error {
 	var errs []error
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		if k != "data" && !utf8.Valid(raw[k]) {
-			errs = append(errs, &AttributeError{Name: k, Message: "must be valid UTF-8"})
+	for _, m := range raw {
+		if m.name != "data" && !utf8.Valid(m.value) {
+			errs = append(errs, &AttributeError{Name: m.name, Message: "must be valid UTF-8"})
 		}
 	}
 	return errs
