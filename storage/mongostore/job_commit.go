@@ -25,10 +25,10 @@ const jobCommitMaxOps = 500
 // several callers, so no single caller's context may cancel it.
 const jobCommitTimeout = 30 * time.Second
 
-// jobWrite is one JobUpdate's write: an update of job id filtered on the
-// version it read (MongoDB), or its replace under its write guard
-// (FerretDB, the version read under the guard). Either sets the job's
-// writeToken to token, unique to this write.
+// jobWrite is one JobUpdate's write on MongoDB: an update of job id
+// filtered on the version it read, setting the job's writeToken to token,
+// unique to this write. (FerretDB's replace under its write guard is not
+// shared: see replaceJob.)
 type jobWrite struct {
 	id       string
 	expected int64
