@@ -93,9 +93,11 @@ type Config struct {
 	// StatusRelayInterval is the least time between two rounds of the
 	// relay that moves the status events job writes hold in the job's
 	// document to the statusEvents collection (see statusRelay): a status
-	// event reaches the stream's tailers within about this much. Default
-	// StatusRelayIntervalDefault (200 ms), well inside the tailer's
-	// settle delay (stream.SettleDefault, 500 ms).
+	// event reaches the stream's tailers within about this much, and an
+	// ingested event's fannedOutAt mark is written within about this much
+	// (see fanOutMarks). Default StatusRelayIntervalDefault (200 ms), well
+	// inside the tailer's settle delay (stream.SettleDefault, 500 ms) and
+	// the fan-out recovery poller's grace (30 s).
 	StatusRelayInterval time.Duration
 }
 
