@@ -445,11 +445,15 @@ func (e *Engine) payloadJSON(sb *sandbox, v goja.Value, maxBytes int64) ([]byte,
 	w := &sb.result
 	*w = resultWriter{s: sb, b: b, buf: w.buf[:0], stack: w.stack[:0]}
 	wrote, err := sb.writeResult(goja.Undefined(), v)
+	js := slices.Clone(w.buf)
+	if cap(w.buf) > keptResultBytes {
+		w.buf = nil // a large result's buffer is not kept with the runtime
+	}
 	if err == nil && !w.giveUp {
 		if !wrote.ToBoolean() {
 			return nil, nil
 		}
-		return slices.Clone(w.buf), nil
+		return js, nil
 	}
 	if err != nil {
 		if b.exceeded {
@@ -458,7 +462,7 @@ func (e *Engine) payloadJSON(sb *sandbox, v goja.Value, maxBytes int64) ([]byte,
 		return nil, err
 	}
 	sb.resultBudget = b
-	js, err := sb.serialize(goja.Undefined(), v)
+	s, err := sb.serialize(goja.Undefined(), v)
 	sb.resultBudget = nil
 	if err != nil {
 		if b.exceeded {
@@ -466,11 +470,15 @@ func (e *Engine) payloadJSON(sb *sandbox, v goja.Value, maxBytes int64) ([]byte,
 		}
 		return nil, err
 	}
-	if js == nil || goja.IsUndefined(js) {
+	if s == nil || goja.IsUndefined(s) {
 		return nil, nil
 	}
-	return []byte(js.String()), nil
+	return []byte(s.String()), nil
 }
+
+// keptResultBytes is the largest result buffer a runtime keeps for its
+// next run.
+const keptResultBytes = 64 << 10
 
 // headers validates the headers member: an object of string values, names
 // that are tokens a transformation may set.
