@@ -122,7 +122,7 @@ func (r *runner) transform(ctx context.Context) error {
 }
 
 // transformedRound says whether round i runs the transformed load. The
-// order is P T T P, P T T P, … (P plain, T transformed): the cost of
+// order is one plain, two transformed, one plain, repeated: the cost of
 // a round grows as the store does, and alternating by pairs keeps either
 // load from always coming second (plain-transformed pairs charged the
 // transformed rounds about half a step of that growth, session 14).
