@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"time"
@@ -69,6 +70,24 @@ type TransformResult struct {
 	// delivered event; ExtraRatio is it over PlainCPUMicros.
 	ExtraCPUMicros float64 `json:"extraCpuMicrosPerEvent"`
 	ExtraRatio     float64 `json:"extraRatio"`
+	// Trend is the least-squares fit of every round's CPU per event as a
+	// straight line in the round's place plus the transformation's extra:
+	// a round costs more as the store grows (often more per round than the
+	// transformation itself), and the medians above take that growth for
+	// part of the extra. Nil with fewer than four rounds.
+	Trend *TransformTrend `json:"trend,omitempty"`
+}
+
+// TransformTrend is TransformResult.Trend.
+type TransformTrend struct {
+	// ExtraCPUMicros is the transformation's extra CPU per delivered
+	// event, the growth taken out; ExtraRatio is it over the fitted plain
+	// cost at the middle round.
+	ExtraCPUMicros float64 `json:"extraCpuMicrosPerEvent"`
+	ExtraRatio     float64 `json:"extraRatio"`
+	// GrowthCPUMicros is how much a round's CPU per event grows from one
+	// round to the next.
+	GrowthCPUMicros float64 `json:"growthCpuMicrosPerRound"`
 }
 
 // transform runs the transform phase.
@@ -175,6 +194,58 @@ func (t *TransformResult) summarise() {
 	if t.PlainCPUMicros > 0 {
 		t.ExtraRatio = t.ExtraCPUMicros / t.PlainCPUMicros
 	}
+	t.Trend = fitTrend(t.Rounds)
+}
+
+// fitTrend fits cost = base + growth·i + extra·transformed over the rounds
+// (i the round's place) by least squares; nil when the rounds cannot tell
+// the three apart (fewer than four, or one kind only).
+func fitTrend(rounds []TransformRound) *TransformTrend {
+	if len(rounds) < 4 {
+		return nil
+	}
+	// The normal equations of the three unknowns, solved by elimination.
+	var a [3][4]float64
+	for i, rd := range rounds {
+		x := [3]float64{1, float64(i), 0}
+		if rd.Transformed {
+			x[2] = 1
+		}
+		y := rd.Cost.CPUSeconds * 1000
+		for r := range 3 {
+			for c := range 3 {
+				a[r][c] += x[r] * x[c]
+			}
+			a[r][3] += x[r] * y
+		}
+	}
+	for c := range 3 {
+		p := c
+		for r := c + 1; r < 3; r++ {
+			if math.Abs(a[r][c]) > math.Abs(a[p][c]) {
+				p = r
+			}
+		}
+		if math.Abs(a[p][c]) < 1e-9 {
+			return nil
+		}
+		a[c], a[p] = a[p], a[c]
+		for r := range 3 {
+			if r == c {
+				continue
+			}
+			f := a[r][c] / a[c][c]
+			for k := c; k < 4; k++ {
+				a[r][k] -= f * a[c][k]
+			}
+		}
+	}
+	base, growth, extra := a[0][3]/a[0][0], a[1][3]/a[1][1], a[2][3]/a[2][2]
+	t := &TransformTrend{ExtraCPUMicros: extra, GrowthCPUMicros: growth}
+	if mid := base + growth*float64(len(rounds)-1)/2; mid > 0 {
+		t.ExtraRatio = extra / mid
+	}
+	return t
 }
 
 func median(v []float64) float64 {
@@ -221,6 +292,10 @@ func (r *Report) writeTransform(p func(format string, a ...any)) {
 	}
 	p("transform (median)\tplain µs/event\ttransformed µs/event\textra µs/event\textra share\t\n")
 	p("\t%.0f\t%.0f\t%.0f\t%.1f%%\t\n", x.PlainCPUMicros, x.TransformedCPUMicros, x.ExtraCPUMicros, 100*x.ExtraRatio)
+	if t := x.Trend; t != nil {
+		p("transform (growth taken out)\textra µs/event\textra share\tgrowth µs/event a round\t\n")
+		p("\t%.0f\t%.1f%%\t%.0f\t\n", t.ExtraCPUMicros, 100*t.ExtraRatio, t.GrowthCPUMicros)
+	}
 	p("\n")
 }
 
