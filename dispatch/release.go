@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -109,10 +110,10 @@ func (lc *Lifecycle) releaseParked(ctx context.Context, subscriptionID, blockedB
 	}
 	// Queue in ingest order: ordered modes rely on the send order.
 	slices.SortFunc(parked, func(a, b *Job) int {
-		if c := compareStrings(a.OrderKey(), b.OrderKey()); c != 0 {
+		if c := cmp.Compare(a.OrderKey(), b.OrderKey()); c != 0 {
 			return c
 		}
-		return compareStrings(a.ID, b.ID)
+		return cmp.Compare(a.ID, b.ID)
 	})
 	n := 0
 	for start := 0; start < len(parked); start += 500 {
@@ -122,16 +123,6 @@ func (lc *Lifecycle) releaseParked(ctx context.Context, subscriptionID, blockedB
 		}
 	}
 	return n, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (lc *Lifecycle) queue(ctx context.Context, jobs []*Job, reason string) (bool, error) {

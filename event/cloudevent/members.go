@@ -2,6 +2,7 @@ package cloudevent
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -108,7 +109,7 @@ func scanMembers(b []byte) (ms members, ok bool) {
 			continue
 		}
 		if i < len(b) && b[i] == '}' {
-			slices.SortFunc(ms, func(a, b member) int { return cmpString(a.name, b.name) })
+			slices.SortFunc(ms, func(a, b member) int { return cmp.Compare(a.name, b.name) })
 			return ms, true
 		}
 		return nil, false
@@ -129,16 +130,6 @@ func (ms members) put(name string, value []byte) (members, bool) {
 		return ms, false
 	}
 	return append(ms, member{name: name, value: value}), true
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // skipSpace returns the index of the first byte at or after i that is not

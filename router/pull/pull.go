@@ -8,6 +8,7 @@
 package pull
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -416,18 +417,8 @@ func (s *Service) Workers(ctx context.Context) ([]Worker, error) {
 		slices.Sort(ids)
 		out = append(out, Worker{WorkerID: id, InFlight: ids, LastSeenAt: t})
 	}
-	slices.SortFunc(out, func(a, b Worker) int { return compare(a.WorkerID, b.WorkerID) })
+	slices.SortFunc(out, func(a, b Worker) int { return cmp.Compare(a.WorkerID, b.WorkerID) })
 	return out, nil
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // workerRegistry remembers when each pull worker was last seen by this
