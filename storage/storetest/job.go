@@ -181,41 +181,11 @@ func testJob(t *testing.T, newStore NewStoreFunc) {
 		b.insertJobs(t, job)
 
 		const claimants = 20
-		var (
-			read    sync.WaitGroup
-			done    sync.WaitGroup
-			start   = make(chan struct{})
-			errs    = make([]error, claimants)
-			workers = make([]string, claimants)
-		)
-		read.Add(claimants)
-		done.Add(claimants)
-		for i := range claimants {
-			go func() {
-				defer done.Done()
-				j, err := b.store.JobGetByID(b.ctx, job.ID)
-				read.Done()
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				<-start // every claimant has read version 1 before anyone writes
-				if err := j.Transition(dispatch.StatusInProgress, baseTime().Add(time.Second)); err != nil {
-					errs[i] = err
-					return
-				}
-				workers[i] = name("worker-%d", i)
-				j.Worker = workers[i]
-				j.LeaseExpiresAt = new(baseTime().Add(time.Minute))
-				errs[i] = b.store.JobUpdate(b.ctx, &dispatch.JobUpdateParams{
-					Job:    j,
-					Events: []stream.Event{b.statusEvent(stream.TypeDispatchStarted, job.ID, baseTime())},
-				})
-			}()
+		ids := make([]string, claimants)
+		for i := range ids {
+			ids[i] = job.ID
 		}
-		read.Wait()
-		close(start)
-		done.Wait()
+		errs, workers, _ := b.raceClaims(ids)
 
 		winner := -1
 		for i, err := range errs {
@@ -515,43 +485,11 @@ func testJobConcurrentClaims(t *testing.T, newStore NewStoreFunc) {
 		all[k] = b.newJob(nil)
 	}
 	b.insertJobs(t, all...)
-	var (
-		read     sync.WaitGroup
-		done     sync.WaitGroup
-		start    = make(chan struct{})
-		errs     = make([]error, jobs*perJob)
-		workers  = make([]string, jobs*perJob)
-		versions = make([]int64, jobs*perJob)
-	)
-	read.Add(jobs * perJob)
-	done.Add(jobs * perJob)
-	for i := range jobs * perJob {
-		go func() {
-			defer done.Done()
-			id := all[i%jobs].ID
-			j, err := b.store.JobGetByID(b.ctx, id)
-			read.Done()
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			<-start // every claimant has read version 1 before anyone writes
-			if err := j.Transition(dispatch.StatusInProgress, baseTime().Add(time.Second)); err != nil {
-				errs[i] = err
-				return
-			}
-			workers[i] = name("worker-%d", i)
-			j.Worker = workers[i]
-			errs[i] = b.store.JobUpdate(b.ctx, &dispatch.JobUpdateParams{
-				Job:    j,
-				Events: []stream.Event{b.statusEvent(stream.TypeDispatchStarted, id, baseTime())},
-			})
-			versions[i] = j.Version
-		}()
+	ids := make([]string, jobs*perJob)
+	for i := range ids {
+		ids[i] = all[i%jobs].ID
 	}
-	read.Wait()
-	close(start)
-	done.Wait()
+	errs, workers, versions := b.raceClaims(ids)
 
 	for k, job := range all {
 		winner := -1
@@ -574,4 +512,43 @@ func testJobConcurrentClaims(t *testing.T, newStore NewStoreFunc) {
 		require.NoError(t, err)
 		require.Len(t, events, 1, "only the winner's status event is stored")
 	}
+}
+
+// raceClaims has claimant i claim job ids[i], every claimant reading its
+// job before any writes, and returns each one's error, worker and the
+// version its job copy ended with.
+func (b *testBundle) raceClaims(ids []string) (errs []error, workers []string, versions []int64) {
+	var read, done sync.WaitGroup
+	start := make(chan struct{})
+	errs, workers, versions = make([]error, len(ids)), make([]string, len(ids)), make([]int64, len(ids))
+	read.Add(len(ids))
+	done.Add(len(ids))
+	for i, id := range ids {
+		go func() {
+			defer done.Done()
+			j, err := b.store.JobGetByID(b.ctx, id)
+			read.Done()
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			<-start // every claimant has read version 1 before anyone writes
+			if err := j.Transition(dispatch.StatusInProgress, baseTime().Add(time.Second)); err != nil {
+				errs[i] = err
+				return
+			}
+			workers[i] = name("worker-%d", i)
+			j.Worker = workers[i]
+			j.LeaseExpiresAt = new(baseTime().Add(time.Minute))
+			errs[i] = b.store.JobUpdate(b.ctx, &dispatch.JobUpdateParams{
+				Job:    j,
+				Events: []stream.Event{b.statusEvent(stream.TypeDispatchStarted, id, baseTime())},
+			})
+			versions[i] = j.Version
+		}()
+	}
+	read.Wait()
+	close(start)
+	done.Wait()
+	return errs, workers, versions
 }
