@@ -43,8 +43,8 @@
 //     QUEUED → IN_PROGRESS under a lease (of racing claimants exactly one
 //     wins, ErrClaimLost for the others; a job past its max age is
 //     discarded, ErrExpired); it returns a GateResult saying which gate
-//     stopped the job, and gives back an admission it does not use. Finish
-//     (push; RecordOutcome) and Report (pull, idempotent for the holder)
+//     stopped the job, and gives back an admission it does not use. The
+//     finish verbs RecordOutcome (push) and Report (pull, idempotent for the holder)
 //     record the attempt and move the job on; Heartbeat extends a pull
 //     lease; HandBack returns a claim that never started.
 //   - Waiting: Park and ParkPaused move a QUEUED job back to PENDING until

@@ -63,7 +63,7 @@ const (
 	// GateFailed: an error stopped the verb (returned with it).
 	GateFailed GateResult = iota
 	// GateClaimed: j is IN_PROGRESS for the caller, who delivers it and
-	// ends the claim with Finish (or HandBack).
+	// ends the claim with RecordOutcome, the finish verb (or HandBack).
 	GateClaimed
 	// GateHeldByOrder: an earlier job of the group holds j back; a push job
 	// was parked PENDING (HoldForOrder), a pull job left QUEUED.
@@ -183,14 +183,4 @@ func (lc *Lifecycle) circuitAndClaim(ctx context.Context, j *Job, p *GateParams)
 		return GateRefused, nil
 	}
 	return GateLost, nil
-}
-
-// Finish is the verb that ends a delivery ClaimGated claimed (or a QUEUED
-// job the caller read that cannot be delivered, Outcome.Attempted false):
-// it records the outcome and moves the job on, counts it into the
-// subscription's circuit and releases the job's BLOCK_ON_ERROR group when
-// the job no longer holds it — RecordOutcome, whose errors (ErrLeaseLost)
-// it returns. The caller's admission is its own to give back.
-func (lc *Lifecycle) Finish(ctx context.Context, j *Job, o Outcome) (*Job, error) {
-	return lc.RecordOutcome(ctx, j, o)
 }

@@ -81,7 +81,7 @@ func (e *gateEnv) openCircuit(t *testing.T) {
 	ctx := t.Context()
 	j := e.job(t, "")
 	require.NoError(t, e.lc.Claim(ctx, j, dispatch.ClaimParams{Worker: "w", Lease: time.Minute}))
-	_, err := e.lc.Finish(ctx, j, dispatch.Outcome{Attempted: true, Err: errors.New("HTTP 503"), Attempt: dispatch.Attempt{StatusCode: 503}})
+	_, err := e.lc.RecordOutcome(ctx, j, dispatch.Outcome{Attempted: true, Err: errors.New("HTTP 503"), Attempt: dispatch.Attempt{StatusCode: 503}})
 	require.NoError(t, err)
 	c, err := e.lc.Circuit(ctx, "sub-1")
 	require.NoError(t, err)

@@ -35,7 +35,7 @@
 //     message's snapshot reads the job and runs again);
 //  4. wait for a pool slot and a rate token;
 //  5. deliver through the Transport, which returns a dispatch.Outcome;
-//  6. Lifecycle.Finish: the attempt is recorded and the job moves on
+//  6. Lifecycle.RecordOutcome (the finish verb): the attempt is recorded and the job moves on
 //     (COMPLETED, PENDING with a backoff, or ERROR; the next held job of a
 //     BLOCK_ON_ERROR group is released), the outcome counts into the
 //     circuit, and the message is deleted.

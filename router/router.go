@@ -82,7 +82,7 @@ type Lifecycle interface {
 	GroupHead(ctx context.Context, j *dispatch.Job) (*dispatch.Job, error)
 	ParkPaused(ctx context.Context, j *dispatch.Job) error
 	ClaimGated(ctx context.Context, j *dispatch.Job, p dispatch.GateParams) (dispatch.GateResult, error)
-	Finish(ctx context.Context, j *dispatch.Job, o dispatch.Outcome) (*dispatch.Job, error)
+	RecordOutcome(ctx context.Context, j *dispatch.Job, o dispatch.Outcome) (*dispatch.Job, error)
 	HandBack(ctx context.Context, j *dispatch.Job, reason string) error
 	Cancel(ctx context.Context, id, reason string) (*dispatch.Job, error)
 }
@@ -637,13 +637,13 @@ func finishing(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 }
 
-// record hands an outcome to the lifecycle's finish verb and says what becomes of the
-// message.
+// record hands an outcome to the lifecycle's finish verb (RecordOutcome)
+// and says what becomes of the message.
 func (r *Router) record(ctx context.Context, job *dispatch.Job, out dispatch.Outcome) (disposition, error) {
 	if out.Attempted && out.Attempt.Worker == "" {
 		out.Attempt.Worker = r.cfg.WorkerID
 	}
-	j, err := r.cfg.Lifecycle.Finish(ctx, job, out)
+	j, err := r.cfg.Lifecycle.RecordOutcome(ctx, job, out)
 	switch {
 	case errors.Is(err, dispatch.ErrLeaseLost):
 		return drop, nil // our lease expired and another worker owns the job now
