@@ -93,6 +93,10 @@ func (e *Enqueuer) reset() {
 	e.openUntil = time.Time{}
 }
 
+// EnqueueTimeout bounds one Enqueue call: its sends and the writes that
+// move the jobs it could not send back to PENDING.
+const EnqueueTimeout = 15 * time.Second
+
 // AttributeTraceParent is the queue message attribute that carries a job's
 // TraceParent.
 const AttributeTraceParent = "traceparent"
@@ -105,8 +109,16 @@ const AttributeTraceParent = "traceparent"
 // PENDING and, exactly when that number is not zero, an error that says
 // why: the queue's errors (or that the breaker skipped the queue, with the
 // failure that opened it), joined with any store error that kept a job
-// QUEUED. Callers log it; nothing is lost either way.
+// QUEUED. Callers log it; nothing is lost either way. The call outlives
+// ctx's cancellation and deadline (see EnqueueTimeout).
 func (e *Enqueuer) Enqueue(ctx context.Context, jobs []*Job, events ...*event.Event) (int, error) {
+	// The jobs are stored QUEUED whatever becomes of the caller, so their
+	// sends and any move back to PENDING do not end with the caller's
+	// context (a router's finishing deadline, a producer that hung up): a
+	// job left QUEUED without a message would wait for the stale-queued
+	// poller. EnqueueTimeout bounds them instead.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), EnqueueTimeout)
+	defer cancel()
 	var byID map[string]*event.Event
 	if len(events) > 0 {
 		byID = make(map[string]*event.Event, len(events))

@@ -109,3 +109,34 @@ func TestEnqueuerWritesTheFormAsked(t *testing.T) {
 		require.Equal(t, j.ID, got.Job.ID)
 	}
 }
+
+// TestEnqueueOutlivesTheCallersContext: jobs are stored QUEUED before
+// they are sent, so a caller whose context ended (a router past its
+// finishing deadline, a producer that hung up) still has them sent — and
+// when the queue is down, moved back to PENDING — instead of leaving them
+// QUEUED without a message for the stale-queued poller.
+func TestEnqueueOutlivesTheCallersContext(t *testing.T) {
+	t.Parallel()
+	env := newReleaseEnv(t)
+	q := &switchableQueue{Queue: env.q}
+	enq := &dispatch.Enqueuer{Queue: q, Store: env.st, NewID: env.ids.New}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	sent := env.job(t, "sub", "", dispatch.StatusQueued, "")
+	failed, err := enq.Enqueue(ended, []*dispatch.Job{sent})
+	require.NoError(t, err)
+	require.Zero(t, failed)
+	msgs, err := env.q.Receive(context.Background(), queue.ReceiveParams{Max: 1})
+	require.NoError(t, err)
+	require.Len(t, msgs, 1, "the job's message was sent")
+
+	q.down.Store(true)
+	back := env.job(t, "sub", "", dispatch.StatusQueued, "")
+	failed, err = enq.Enqueue(ended, []*dispatch.Job{back})
+	require.ErrorContains(t, err, "connection refused")
+	require.Equal(t, 1, failed)
+	stored, err := env.st.JobGetByID(context.Background(), back.ID)
+	require.NoError(t, err)
+	require.Equal(t, dispatch.StatusPending, stored.Status, "a job it could not send waits PENDING for the pending poller")
+}
