@@ -209,15 +209,47 @@ func (s *Store) EventGetByID(ctx context.Context, id string) (*event.Event, erro
 	return e, nil
 }
 
-// withWaitingMark sets e's FannedOutAt when its mark waits in
-// fanOutMarks: its jobs are stored.
-func (s *Store) withWaitingMark(e *event.Event) {
-	if e.FannedOutAt != nil {
-		return
+// withWaitingMarks sets FannedOutAt on the listed events whose marks wait
+// in fanOutMarks: their jobs are stored. A mark written while the list was
+// read (a relay round between the find and this look-up) is in neither the
+// documents read nor the waiting set; so when marks left the set since
+// writtenBefore (fanOutMarks.writtenCount before the find), the events
+// still unmarked are read again — rarely any: most listed events were
+// marked long before.
+func (s *Store) withWaitingMarks(ctx context.Context, evs []*event.Event, writtenBefore uint64) error {
+	var unmarked []any
+	for _, e := range evs {
+		if e.FannedOutAt != nil {
+			continue
+		}
+		if at, ok := s.fanOutMarks.at(e.ID); ok {
+			e.FannedOutAt = &at
+			continue
+		}
+		unmarked = append(unmarked, e.ID)
 	}
-	if at, ok := s.fanOutMarks.at(e.ID); ok {
-		e.FannedOutAt = &at
+	if len(unmarked) == 0 || s.fanOutMarks.writtenCount() == writtenBefore {
+		return nil
 	}
+	type markDoc struct {
+		ID          string     `bson:"_id"`
+		FannedOutAt *time.Time `bson:"fannedOutAt"`
+	}
+	docs, err := findAll[markDoc](ctx, s.events, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: unmarked}}}},
+		options.Find().SetProjection(bson.D{{Key: "fannedOutAt", Value: 1}}))
+	if err != nil {
+		return fmt.Errorf("read fan-out marks: %w", err)
+	}
+	marked := make(map[string]*time.Time, len(docs))
+	for _, d := range docs {
+		marked[d.ID] = utcPtr(d.FannedOutAt)
+	}
+	for _, e := range evs {
+		if e.FannedOutAt == nil {
+			e.FannedOutAt = marked[e.ID]
+		}
+	}
+	return nil
 }
 
 // toAny returns ids as a []any.
@@ -251,6 +283,7 @@ func (s *Store) EventList(ctx context.Context, p *event.ListParams) (*event.Page
 		filter = append(filter, bson.E{Key: "event.extStr." + name, Value: v})
 	}
 	filter = appendRange(filter, "receivedAt", p.Since, p.Until)
+	written := s.fanOutMarks.writtenCount()
 	docs, next, err := findPage[eventDoc](ctx, s.events, filter, p.Cursor, p.Limit, func(d *eventDoc) string { return d.ID })
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
@@ -260,7 +293,9 @@ func (s *Store) EventList(ctx context.Context, p *event.ListParams) (*event.Page
 		if page.Events[i], err = docs[i].asDomain(); err != nil {
 			return nil, fmt.Errorf("list events: %w", err)
 		}
-		s.withWaitingMark(page.Events[i])
+	}
+	if err := s.withWaitingMarks(ctx, page.Events, written); err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
 	}
 	return page, nil
 }

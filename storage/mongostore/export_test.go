@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/hooklane/hooklane/event"
 )
 
 // EventClearFannedOut puts events back in the state a crash between the
@@ -72,4 +74,26 @@ func (s *Store) QueuedJobWrites() int {
 // bulkWrite would.
 func (s *Store) ResumeJobCommits(ctx context.Context) {
 	go s.jobCommits.lead(ctx)
+}
+
+// ListWithMarkWrittenMidRead lists event id as EventList does, with the
+// status relay's marking round run between the find and the look-up of
+// the waiting marks: the interleaving that hides a mark from both.
+func (s *Store) ListWithMarkWrittenMidRead(ctx context.Context, id string) (*event.Event, error) {
+	written := s.fanOutMarks.writtenCount()
+	var doc eventDoc
+	if err := s.events.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&doc); err != nil {
+		return nil, fmt.Errorf("read event %s: %w", id, err)
+	}
+	e, err := doc.asDomain()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.writeFanOutMarks(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.withWaitingMarks(ctx, []*event.Event{e}, written); err != nil {
+		return nil, err
+	}
+	return e, nil
 }

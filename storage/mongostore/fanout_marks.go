@@ -29,6 +29,9 @@ type fanOutMarks struct {
 	mu sync.Mutex
 	// ids maps each waiting event id to when it was ingested.
 	ids map[string]time.Time
+	// written counts the calls of done: a list that sees it change while
+	// it read knows a mark may have left ids after the read missed it.
+	written uint64
 	// round serializes the marking rounds (the run loop's and flushes).
 	round sync.Mutex
 }
@@ -84,10 +87,18 @@ func (m *fanOutMarks) take() []any {
 	return ids
 }
 
+// writtenCount returns how many times marks left the waiting set.
+func (m *fanOutMarks) writtenCount() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.written
+}
+
 // done removes ids, whose marks are written.
 func (m *fanOutMarks) done(ids []any) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.written++
 	for _, id := range ids {
 		if s, ok := id.(string); ok {
 			delete(m.ids, s)

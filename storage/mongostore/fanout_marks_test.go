@@ -146,3 +146,21 @@ func TestFanOutMarksLandWithoutAReader(t *testing.T) {
 		})
 	}
 }
+
+// TestListSeesAMarkWrittenWhileItRead: a relay round that writes an
+// event's waiting mark after a list's find read the event unmarked, and
+// drops it from the waiting set before the list looks there, leaves the
+// mark in neither place; the list reads the event again and sees it
+// marked (an ingested event never lists as not fanned out in its own
+// process).
+func TestListSeesAMarkWrittenWhileItRead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.env.open(t, b.env.newDatabase(t), func(cfg *mongostore.Config) { cfg.StatusRelayInterval = relayIdle })
+	item := b.ingestItem()
+	_, err := s.EventIngest(b.ctx, &dispatch.EventIngestParams{Items: []dispatch.EventIngestItem{item}})
+	require.NoError(t, err)
+	got, err := s.ListWithMarkWrittenMidRead(b.ctx, item.Event.ID)
+	require.NoError(t, err)
+	require.NotNil(t, got.FannedOutAt, "the mark written between the read and the look-up is seen")
+}

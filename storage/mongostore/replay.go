@@ -183,6 +183,7 @@ func (s *Store) EventListReceived(ctx context.Context, p *event.ListReceivedPara
 			}},
 		}
 	}
+	written := s.fanOutMarks.writtenCount()
 	docs, err := findAll[eventDoc](ctx, s.events, filter,
 		options.Find().SetSort(bson.D{{Key: "receivedAt", Value: 1}, {Key: "_id", Value: 1}}).SetLimit(int64(limit)))
 	if err != nil {
@@ -193,7 +194,9 @@ func (s *Store) EventListReceived(ctx context.Context, p *event.ListReceivedPara
 		if out[i], err = docs[i].asDomain(); err != nil {
 			return nil, fmt.Errorf("list events by receivedAt: %w", err)
 		}
-		s.withWaitingMark(out[i])
+	}
+	if err := s.withWaitingMarks(ctx, out, written); err != nil {
+		return nil, fmt.Errorf("list events by receivedAt: %w", err)
 	}
 	return out, nil
 }
