@@ -26,8 +26,10 @@
 // everything before it writes anything. Reads go straight to Pebble, each
 // on one consistent view.
 //
-// A caller whose ctx ends while its write waits gets ctx.Err(); the write
-// may still be committed.
+// A caller whose ctx ends while its write waits for the writer gets
+// ctx.Err(), and the write is never run; once the writer has taken the
+// write, the caller waits for its commit's answer (store.Handoff), so an
+// error never hides a write that lands.
 //
 // # Keyspace
 //

@@ -6,13 +6,18 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/hooklane/hooklane/store"
 )
 
 // writeOp is one write operation for the writer goroutine.
 type writeOp struct {
-	ctx  context.Context //nolint:containedctx // the caller's ctx travels with its operation to the writer goroutine, which checks it before running fn
-	fn   func(tx *writeTx) error
-	done chan error // buffered: the syncer never blocks on it
+	ctx context.Context //nolint:containedctx // the caller's ctx travels with its operation to the writer goroutine, which checks it before running fn
+	// handoff decides between the writer taking the write and the caller
+	// abandoning it (see store.Handoff).
+	handoff store.Handoff
+	fn      func(tx *writeTx) error
+	done    chan error // buffered: the syncer never blocks on it
 }
 
 // pendingBatch is an applied batch waiting for its fsync.
@@ -40,12 +45,7 @@ func (e *engine) write(ctx context.Context, fn func(tx *writeTx) error) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	select {
-	case err := <-op.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return op.handoff.Await(ctx, op.done)
 }
 
 // runWriter is the writer goroutine: it takes one operation and every one
@@ -86,7 +86,7 @@ func (e *engine) commit(ops []*writeOp) {
 	}
 	tx := &writeTx{b: pb.b, lookups: &e.lookups}
 	for i, op := range ops {
-		if err := op.ctx.Err(); err != nil {
+		if err := op.handoff.Take(op.ctx); err != nil {
 			pb.results[i] = err
 			continue
 		}

@@ -16,8 +16,10 @@
 // waits a moment for company when writes are concurrent, so that moderate
 // rates, where few writes would be waiting, still share their commits.
 //
-// A caller whose ctx ends while its write waits gets ctx.Err(); the write may
-// still be committed.
+// A caller whose ctx ends while its write waits for the writer gets
+// ctx.Err(), and the write is never run; once the writer has taken the
+// write, the caller waits for its commit's answer (store.Handoff), so an
+// error never hides a write that lands.
 //
 // # Storage
 //

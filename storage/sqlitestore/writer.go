@@ -5,13 +5,18 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/hooklane/hooklane/store"
 )
 
 // writeOp is one write operation for the writer goroutine.
 type writeOp struct {
-	ctx  context.Context //nolint:containedctx // the caller's ctx travels with its operation to the writer goroutine, which checks it before running fn
-	fn   func(ctx context.Context, tx *writeTx) error
-	done chan error // buffered: the writer never blocks on it
+	ctx context.Context //nolint:containedctx // the caller's ctx travels with its operation to the writer goroutine, which checks it before running fn
+	// handoff decides between the writer taking the write and the caller
+	// abandoning it (see store.Handoff).
+	handoff store.Handoff
+	fn      func(ctx context.Context, tx *writeTx) error
+	done    chan error // buffered: the writer never blocks on it
 }
 
 // write runs fn in the writer goroutine, inside a savepoint of a group-commit
@@ -34,12 +39,7 @@ func (s *Store) write(ctx context.Context, fn func(ctx context.Context, tx *writ
 		s.waiting.Add(-1)
 		return ctx.Err()
 	}
-	select {
-	case err := <-op.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return op.handoff.Await(ctx, op.done)
 }
 
 // commitWindowOps is the size of a transaction that commits without
@@ -132,7 +132,7 @@ func (s *Store) commitBatch(batch []*writeOp, stmts map[string]*sql.Stmt) {
 	tx := &writeTx{tx: sqlTx, stmts: stmts, pending: make(map[string]bool)}
 	defer s.prepareStmts(ctx, tx)
 	for i, op := range batch {
-		if err := op.ctx.Err(); err != nil {
+		if err := op.handoff.Take(op.ctx); err != nil {
 			results[i] = err
 			continue
 		}

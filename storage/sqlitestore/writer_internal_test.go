@@ -124,3 +124,55 @@ func TestNoCommitWindowCommitsAtOnce(t *testing.T) {
 	waitAll(t, concurrent(t, s), "concurrent writes waited without a window")
 	waitAll(t, []<-chan error{hand(t, s, "a")}, "a lone write waited without a window")
 }
+
+// TestWriteTakenOutlivesItsContext: a write the writer has taken is
+// answered by its commit even when the caller's context ends meanwhile (it
+// lands, so an error would hide it), while a write the writer has not
+// taken yet is abandoned with the context's error and never runs.
+func TestWriteTakenOutlivesItsContext(t *testing.T) {
+	t.Parallel()
+	s := openWindowed(t, 0)
+
+	// Taken: the write's fn runs, its context ends, then it commits.
+	ctx, cancel := context.WithCancel(t.Context())
+	running, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.write(ctx, func(ctx context.Context, tx *writeTx) error {
+			close(running)
+			<-release
+			return insertPool("taken")(ctx, tx)
+		})
+	}()
+	<-running
+	cancel()
+	var err error
+	select {
+	case err = <-done:
+		t.Errorf("the caller was answered before its taken write committed: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if !t.Failed() {
+		err = <-done
+	}
+	require.NoError(t, err, "the taken write's answer is its commit's")
+	var n int
+	require.NoError(t, s.rdb.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM pools WHERE code = 'taken'`).Scan(&n))
+	require.Equal(t, 1, n)
+
+	// Waiting: the writer is busy with another write; the caller gives up.
+	hold := make(chan struct{})
+	held := s.HoldWriter(t.Context(), hold)
+	ctx, cancel = context.WithCancel(t.Context())
+	done = make(chan error, 1)
+	go func() { done <- s.write(ctx, insertPool("abandoned")) }()
+	require.Eventually(t, func() bool { return s.Waiting() == 1 }, time.Minute, time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	close(hold)
+	require.NoError(t, <-held)
+	require.NoError(t, s.write(t.Context(), insertPool("after")))
+	require.NoError(t, s.rdb.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM pools WHERE code = 'abandoned'`).Scan(&n))
+	require.Zero(t, n, "an abandoned write never runs")
+}
