@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -79,7 +80,7 @@ func (lc *Lifecycle) retryReleases(ctx context.Context) int {
 			lc.releases.add(g)
 			continue
 		}
-		ok, err := lc.ReleaseGroup(ctx, g.subscriptionID, g.group)
+		ok, err := lc.releaseAgain(ctx, g.subscriptionID, g.group)
 		if err != nil {
 			lc.releases.add(g)
 			lc.cfg.Logger.WarnContext(ctx, "release of a blocked group failed again",
@@ -91,4 +92,38 @@ func (lc *Lifecycle) retryReleases(ctx context.Context) int {
 		}
 	}
 	return n
+}
+
+// releaseAgain is ReleaseGroup for a group whose release failed. That
+// release may have moved jobs to QUEUED and not sent them: a write can land
+// though its caller was told it failed (MongoDB's, when the deadline passes
+// on the wire). So when the group's head is a run of QUEUED push jobs
+// rather than parked ones, the run is sent again: a message already sent
+// is dropped by the queue's deduplication (the job's id and version), or
+// else refused at the claim, the job having moved on. It reports whether it
+// queued or sent a job.
+func (lc *Lifecycle) releaseAgain(ctx context.Context, subscriptionID, group string) (bool, error) {
+	head, err := lc.cfg.Store.JobListGroup(ctx, &JobListGroupParams{
+		SubscriptionID: subscriptionID, MessageGroup: group, Statuses: Unfinished(), Limit: releaseRunMax,
+	})
+	if err != nil {
+		return false, fmt.Errorf("list head of group %s: %w", group, err)
+	}
+	if len(head) > 0 && held(head[0]) {
+		return lc.ReleaseGroup(ctx, subscriptionID, group)
+	}
+	var run []*Job
+	for _, j := range head {
+		if j.Status != StatusQueued || j.Delivery == DeliveryPull {
+			break
+		}
+		run = append(run, j)
+	}
+	if len(run) == 0 {
+		return false, nil
+	}
+	if n, err := lc.Send(ctx, run); n > 0 {
+		lc.cfg.Logger.WarnContext(ctx, "jobs left pending after queue send failure", "jobs", n, "error", err)
+	}
+	return true, nil
 }

@@ -92,3 +92,61 @@ func (e *releaseEnv) job1(t *testing.T, id string) *dispatch.Job {
 	require.NoError(t, err)
 	return j
 }
+
+// queueWritesLandButFail is the real store whose job writes to QUEUED
+// commit and then fail while fail is set, as MongoDB's do when the
+// caller's deadline passes on the wire.
+type queueWritesLandButFail struct {
+	*sqlitestore.Store
+	fail atomic.Bool
+}
+
+func (s *queueWritesLandButFail) JobUpdate(ctx context.Context, p *dispatch.JobUpdateParams) error {
+	err := s.Store.JobUpdate(ctx, p)
+	if err == nil && s.fail.Load() && p.Job.Status == dispatch.StatusQueued {
+		return context.DeadlineExceeded
+	}
+	return err
+}
+
+// A release whose write landed though it was told it failed moved the job
+// to QUEUED and sent nothing: the pending poller's next round sends it,
+// instead of leaving the group held by a job without a message for the
+// stale-queued rescuer.
+func TestReleaseThatLandedUnseenIsSentByQueueDue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	sq, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(t.TempDir(), "r.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, sq.Close()) })
+	st := &queueWritesLandButFail{Store: sq}
+	q := memqueue.New(memqueue.Config{})
+	t.Cleanup(func() { require.NoError(t, q.Close()) })
+	ids := idgen.New(nil)
+	lc := dispatch.NewLifecycle(dispatch.LifecycleConfig{
+		Store: st, Queue: q, NewID: ids.New, Logger: slog.New(slog.DiscardHandler), BlockedRecheck: time.Hour,
+	})
+	e := &releaseEnv{st: sq, q: q, ids: ids, rel: lc}
+
+	head := e.job(t, "s1", "g", dispatch.StatusQueued, "")
+	held := e.job(t, "s1", "g", dispatch.StatusQueued, "")
+	require.NoError(t, lc.Claim(ctx, head, dispatch.ClaimParams{Worker: "w", Lease: time.Minute}))
+	wait, err := lc.HoldForOrder(ctx, held)
+	require.NoError(t, err)
+	require.True(t, wait)
+	e.received(t)
+
+	st.fail.Store(true)
+	_, err = lc.RecordOutcome(ctx, head, dispatch.Outcome{Attempted: true, Attempt: dispatch.Attempt{StatusCode: 204}})
+	require.NoError(t, err)
+	require.Equal(t, dispatch.StatusQueued, e.job1(t, held.ID).Status, "the release's write landed")
+	require.Empty(t, e.received(t), "its caller, told it failed, sent nothing")
+	st.fail.Store(false)
+
+	_, _, err = lc.QueueDue(ctx, dispatch.QueueDueParams{Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, []string{held.ID}, e.received(t), "the pending poller's round sent the QUEUED job")
+	_, _, err = lc.QueueDue(ctx, dispatch.QueueDueParams{Limit: 10})
+	require.NoError(t, err)
+	require.Empty(t, e.received(t), "once")
+}
