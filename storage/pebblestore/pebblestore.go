@@ -73,6 +73,17 @@ const bloomBitsPerKey = 10
 // events/s open loop, 2 % with 64 MiB (BENCHMARKS.md, issue 30).
 const CacheSizeDefault = 64 << 20
 
+// MemTableSizeDefault is the memtable's size unless Config.MemTableSize
+// says otherwise; Pebble's own default is 4 MiB. At a sustained 1,300–1,900
+// events/s a 4-MiB memtable filled about every second, and every flush
+// added an L0 table that the next lookups had to consult and that a
+// compaction soon rewrote into the level below, together with the status
+// and group index ranges every table overlaps: in 60-s closed-loop runs
+// the gateway spent 1.29 CPU ms per delivered event with 4 MiB and 0.94
+// with 32 MiB (3 interleaved rounds, BENCHMARKS.md, session 15), for
+// about 60 MiB more peak RSS (a full memtable and the one being flushed).
+const MemTableSizeDefault = 32 << 20
+
 // syncQueue is how many applied batches may wait for their fsync while the
 // writer builds the next one.
 const syncQueue = 4
@@ -99,6 +110,9 @@ type Config struct {
 	// CacheSize is the block cache's size in bytes; 0 is
 	// CacheSizeDefault.
 	CacheSize int64
+	// MemTableSize is the memtable's size in bytes; 0 is
+	// MemTableSizeDefault.
+	MemTableSize uint64
 }
 
 // Store is the Pebble data plane. It is safe for concurrent use. Create it
@@ -157,7 +171,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.NoSync {
 		e.sync = pebble.NoSync
 	}
-	opts := &pebble.Options{Logger: pebbleLogger{logger: logger}, CacheSize: cmp.Or(cfg.CacheSize, CacheSizeDefault)}
+	opts := &pebble.Options{
+		Logger:       pebbleLogger{logger: logger},
+		CacheSize:    cmp.Or(cfg.CacheSize, CacheSizeDefault),
+		MemTableSize: cmp.Or(cfg.MemTableSize, MemTableSizeDefault),
+	}
 	// Every write looks keys up before it writes them (a dedup key, a job,
 	// a status event id), most of them missing: a bloom filter per table
 	// (10 bits a key, ~1 % false positives, inherited by every level)
