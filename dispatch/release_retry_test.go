@@ -33,34 +33,44 @@ func (s *groupReadsFail) JobListGroup(ctx context.Context, p *dispatch.JobListGr
 	return s.Store.JobListGroup(ctx, p)
 }
 
-// A blocker's completion whose release fails does not leave the jobs
-// parked behind it for the blocked recheck: the pending poller's next
-// round releases the group.
-func TestFailedReleaseIsRetriedByQueueDue(t *testing.T) {
-	t.Parallel()
+// newBlockedGroup opens a lifecycle on a real store seen through wrap and
+// a BLOCK_ON_ERROR group of two jobs: the head claimed, the other parked
+// behind it (it reached a router while the head was being delivered),
+// the messages of their first sends taken off the queue.
+func newBlockedGroup(t *testing.T, wrap func(*sqlitestore.Store) dispatch.LifecycleStore) (e *releaseEnv, head, held *dispatch.Job) {
+	t.Helper()
 	ctx := context.Background()
 	sq, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(t.TempDir(), "r.db")})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, sq.Close()) })
-	st := &groupReadsFail{Store: sq}
 	q := memqueue.New(memqueue.Config{})
 	t.Cleanup(func() { require.NoError(t, q.Close()) })
 	ids := idgen.New(nil)
 	lc := dispatch.NewLifecycle(dispatch.LifecycleConfig{
-		Store: st, Queue: q, NewID: ids.New, Logger: slog.New(slog.DiscardHandler), BlockedRecheck: time.Hour,
+		Store: wrap(sq), Queue: q, NewID: ids.New, Logger: slog.New(slog.DiscardHandler), BlockedRecheck: time.Hour,
 	})
-	e := &releaseEnv{st: sq, q: q, ids: ids, rel: lc}
-
-	head := e.job(t, "s1", "g", dispatch.StatusQueued, "")
-	held := e.job(t, "s1", "g", dispatch.StatusQueued, "")
-	// The held job reaches a router while the head is being delivered.
+	e = &releaseEnv{st: sq, q: q, ids: ids, rel: lc}
+	head = e.job(t, "s1", "g", dispatch.StatusQueued, "")
+	held = e.job(t, "s1", "g", dispatch.StatusQueued, "")
 	require.NoError(t, lc.Claim(ctx, head, dispatch.ClaimParams{Worker: "w", Lease: time.Minute}))
 	wait, err := lc.HoldForOrder(ctx, held)
 	require.NoError(t, err)
 	require.True(t, wait)
 	require.Equal(t, dispatch.StatusPending, e.job1(t, held.ID).Status)
 	require.Equal(t, head.ID, e.job1(t, held.ID).BlockedBy)
-	e.received(t) // the messages of the first sends
+	e.received(t)
+	return e, head, held
+}
+
+// A blocker's completion whose release fails does not leave the jobs
+// parked behind it for the blocked recheck: the pending poller's next
+// round releases the group.
+func TestFailedReleaseIsRetriedByQueueDue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := &groupReadsFail{}
+	e, head, held := newBlockedGroup(t, func(sq *sqlitestore.Store) dispatch.LifecycleStore { st.Store = sq; return st })
+	lc := e.rel
 
 	// The head completes; its release cannot read the group.
 	st.fail.Store(true)
@@ -116,28 +126,12 @@ func (s *queueWritesLandButFail) JobUpdate(ctx context.Context, p *dispatch.JobU
 func TestReleaseThatLandedUnseenIsSentByQueueDue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	sq, err := sqlitestore.Open(ctx, sqlitestore.Config{Path: filepath.Join(t.TempDir(), "r.db")})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, sq.Close()) })
-	st := &queueWritesLandButFail{Store: sq}
-	q := memqueue.New(memqueue.Config{})
-	t.Cleanup(func() { require.NoError(t, q.Close()) })
-	ids := idgen.New(nil)
-	lc := dispatch.NewLifecycle(dispatch.LifecycleConfig{
-		Store: st, Queue: q, NewID: ids.New, Logger: slog.New(slog.DiscardHandler), BlockedRecheck: time.Hour,
-	})
-	e := &releaseEnv{st: sq, q: q, ids: ids, rel: lc}
-
-	head := e.job(t, "s1", "g", dispatch.StatusQueued, "")
-	held := e.job(t, "s1", "g", dispatch.StatusQueued, "")
-	require.NoError(t, lc.Claim(ctx, head, dispatch.ClaimParams{Worker: "w", Lease: time.Minute}))
-	wait, err := lc.HoldForOrder(ctx, held)
-	require.NoError(t, err)
-	require.True(t, wait)
-	e.received(t)
+	st := &queueWritesLandButFail{}
+	e, head, held := newBlockedGroup(t, func(sq *sqlitestore.Store) dispatch.LifecycleStore { st.Store = sq; return st })
+	lc := e.rel
 
 	st.fail.Store(true)
-	_, err = lc.RecordOutcome(ctx, head, dispatch.Outcome{Attempted: true, Attempt: dispatch.Attempt{StatusCode: 204}})
+	_, err := lc.RecordOutcome(ctx, head, dispatch.Outcome{Attempted: true, Attempt: dispatch.Attempt{StatusCode: 204}})
 	require.NoError(t, err)
 	require.Equal(t, dispatch.StatusQueued, e.job1(t, held.ID).Status, "the release's write landed")
 	require.Empty(t, e.received(t), "its caller, told it failed, sent nothing")
