@@ -55,17 +55,28 @@ func (lc *Lifecycle) ReleaseGroup(ctx context.Context, subscriptionID, group str
 	if err != nil {
 		return false, fmt.Errorf("list head of group %s: %w", group, err)
 	}
-	var run []*Job
-	for _, j := range head {
-		if !held(j) {
-			break // running, retrying on its own schedule, in ERROR, or paused: it holds the rest
-		}
-		run = append(run, j)
-	}
+	return lc.queueHeldRun(ctx, head)
+}
+
+// queueHeldRun queues the leading run of parked jobs of a group's
+// unfinished jobs, head: the first job not parked (running, retrying on its
+// own schedule, in ERROR, or paused) holds the rest.
+func (lc *Lifecycle) queueHeldRun(ctx context.Context, head []*Job) (bool, error) {
+	run := leadingRun(head, held)
 	if len(run) == 0 {
 		return false, nil
 	}
 	return lc.queue(ctx, run, "blocker finished")
+}
+
+// leadingRun returns the jobs from the first up to the first that is not in.
+func leadingRun(jobs []*Job, in func(*Job) bool) []*Job {
+	for i, j := range jobs {
+		if !in(j) {
+			return jobs[:i]
+		}
+	}
+	return jobs
 }
 
 // held reports whether j is parked behind a blocker (not paused, not

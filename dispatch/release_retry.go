@@ -110,15 +110,9 @@ func (lc *Lifecycle) releaseAgain(ctx context.Context, subscriptionID, group str
 		return false, fmt.Errorf("list head of group %s: %w", group, err)
 	}
 	if len(head) > 0 && held(head[0]) {
-		return lc.ReleaseGroup(ctx, subscriptionID, group)
+		return lc.queueHeldRun(ctx, head)
 	}
-	var run []*Job
-	for _, j := range head {
-		if j.Status != StatusQueued || j.Delivery == DeliveryPull {
-			break
-		}
-		run = append(run, j)
-	}
+	run := leadingRun(head, func(j *Job) bool { return j.Status == StatusQueued && j.Delivery != DeliveryPull })
 	if len(run) == 0 {
 		return false, nil
 	}
