@@ -143,8 +143,7 @@ func (e *Engine) runOnce(ctx context.Context, prog *Program, in Input, exclusive
 		return Output{}, err
 	}
 	r := &sb.watch
-	*r = watched{rt: sb.rt, timeout: e.cfg.Timeout, wallLimit: e.cfg.WallLimit, maxMemory: uint64(e.cfg.MaxMemory), exclusive: exclusive} //nolint:gosec // G115: MaxMemory is positive (Config defaults)
-	stopCtx := context.AfterFunc(ctx, func() { sb.rt.Interrupt(KindTimeout) })
+	*r = watched{rt: sb.rt, ctx: ctx, timeout: e.cfg.Timeout, wallLimit: e.cfg.WallLimit, maxMemory: uint64(e.cfg.MaxMemory), exclusive: exclusive} //nolint:gosec // G115: MaxMemory is positive (Config defaults)
 	sb.start(func() outcome {
 		// The run keeps one OS thread, so the thread's CPU clock measures it.
 		runtime.LockOSThread()
@@ -168,7 +167,6 @@ func (e *Engine) runOnce(ctx context.Context, prog *Program, in Input, exclusive
 	select {
 	case res := <-sb.done:
 		sb.abandon.Stop()
-		stopCtx()
 		sb.rt.ClearInterrupt()
 		if e.fresh {
 			sb.retire()
@@ -182,7 +180,6 @@ func (e *Engine) runOnce(ctx context.Context, prog *Program, in Input, exclusive
 		return res.out, res.err
 	case <-sb.abandon.C:
 		sb.dead.Store(true)
-		stopCtx()
 		e.wd.stop(r)
 		sb.rt.Interrupt(KindTimeout)
 		return Output{}, &RunError{Kind: KindTimeout, Message: fmt.Sprintf("the run did not stop within %s", e.cfg.Timeout)}
@@ -239,17 +236,18 @@ func (e *Engine) runIn(sb *sandbox, prog *Program, in Input, lazy bool) (Output,
 			src.canon, src.known = js.String(), true
 		}
 	}
-	arg, err := buildInput(rt, in, payload)
+	var arg *goja.Object
+	if lazy {
+		arg = newArgument(rt, in, payload)
+	} else {
+		var err error
+		if arg, err = buildInput(rt, in, payload); err != nil {
+			return Output{}, err
+		}
+	}
+	makeHandler, err := sb.handlerMaker(prog)
 	if err != nil {
 		return Output{}, err
-	}
-	wrapper, err := rt.RunProgram(prog.prog)
-	if err != nil {
-		return Output{}, fmt.Errorf("run program: %w", err)
-	}
-	makeHandler, ok := goja.AssertFunction(wrapper)
-	if !ok {
-		return Output{}, invalid("the program does not define handler")
 	}
 	h, err := makeHandler(goja.Undefined())
 	if err != nil {
@@ -487,7 +485,15 @@ func (e *Engine) headers(sb *sandbox, v goja.Value, size *int64) (map[string]str
 	if _, isFunc := goja.AssertFunction(v); !ok || isFunc || obj.ClassName() == "Array" {
 		return nil, invalid("headers must be an object, not %s", describe(v))
 	}
-	keys := obj.Keys()
+	var keys []string
+	get := obj.Get
+	if o, ok := obj.Export().(*inputObject); ok && obj.Prototype() == sb.objectProto {
+		// The input's own headers object: its members, read as obj.Keys
+		// and obj.Get would, without goja's enumeration.
+		keys, get = o.Keys(), o.Get
+	} else {
+		keys = obj.Keys()
+	}
 	if int64(len(keys)) > sb.maxLen {
 		return nil, &RunError{Kind: KindTooLarge, Message: "too many headers"}
 	}
@@ -503,9 +509,9 @@ func (e *Engine) headers(sb *sandbox, v goja.Value, size *int64) (map[string]str
 		if _, dup := h[name]; dup {
 			return nil, invalid("header %q is set twice", truncate(name, 100))
 		}
-		val, ok := obj.Get(k).(goja.String)
+		val, ok := get(k).(goja.String)
 		if !ok {
-			return nil, invalid("header %q must be a string, not %s", truncate(name, 100), describe(obj.Get(k)))
+			return nil, invalid("header %q must be a string, not %s", truncate(name, 100), describe(get(k)))
 		}
 		*size += int64(len(name)) + int64(val.Length())
 		if *size > e.cfg.MaxResultBytes {
@@ -564,7 +570,7 @@ func (e *Engine) runError(sb *sandbox, r *watched, err error) error {
 		return runErrorOf(err, e.cfg)
 	}
 	sb.rt.ClearInterrupt()
-	r2 := &watched{rt: sb.rt, timeout: min(e.cfg.Timeout, errorTimeout), wallLimit: e.cfg.WallLimit, maxMemory: r.maxMemory, exclusive: r.exclusive}
+	r2 := &watched{rt: sb.rt, ctx: r.ctx, timeout: min(e.cfg.Timeout, errorTimeout), wallLimit: e.cfg.WallLimit, maxMemory: r.maxMemory, exclusive: r.exclusive}
 	e.wd.begin(r2)
 	defer e.wd.stop(r2)
 	return runErrorOf(err, e.cfg)

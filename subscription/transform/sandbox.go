@@ -57,6 +57,13 @@ type sandbox struct {
 	watch watched
 	worker
 
+	// makers are the programs' handler makers made in this runtime, frozen
+	// (handlerMaker); freeze is Object.freeze.
+	makers map[*goja.Program]goja.Callable
+	freeze goja.Callable
+	// objectProto is Object.prototype.
+	objectProto *goja.Object
+
 	// wantWhole is set when the handler asked a lazily built payload object
 	// for what only a plain object can do: the run is stopped and run again
 	// on an input built whole.
@@ -103,7 +110,46 @@ func newSandbox(maxLen, maxStr int64) (*sandbox, error) {
 	if _, err := lockdownFunc(goja.Undefined(), set); err != nil {
 		return nil, fmt.Errorf("sandbox lockdown: %w", err)
 	}
+	s.freeze, _ = goja.AssertFunction(rt.Get("Object").ToObject(rt).Get("freeze"))
+	s.objectProto = rt.NewObject().Prototype()
 	return s, nil
+}
+
+// maxMakers bounds the handler makers a runtime keeps: past it, the cache
+// starts again empty.
+const maxMakers = 256
+
+// handlerMaker is prog's wrapper function in this runtime, the function
+// whose call declares the handler and returns it (compile.go), made on the
+// runtime's first run of prog and kept. Each run calls it, so every
+// declaration of the source is made anew in a scope of its own, as running
+// the program each time did; the function itself and its prototype object —
+// all that a handler could reach of it (arguments.callee) and that outlives
+// a call — are frozen, so no run leaves anything on them for the next.
+func (s *sandbox) handlerMaker(prog *Program) (goja.Callable, error) {
+	if f, ok := s.makers[prog.prog]; ok {
+		return f, nil
+	}
+	wrapper, err := s.rt.RunProgram(prog.prog)
+	if err != nil {
+		return nil, fmt.Errorf("run program: %w", err)
+	}
+	f, ok := goja.AssertFunction(wrapper)
+	if !ok {
+		return nil, invalid("the program does not define handler")
+	}
+	obj := wrapper.ToObject(s.rt)
+	if _, err := s.freeze(goja.Undefined(), obj.Get("prototype")); err != nil {
+		return nil, fmt.Errorf("freeze the handler maker's prototype: %w", err)
+	}
+	if _, err := s.freeze(goja.Undefined(), obj); err != nil {
+		return nil, fmt.Errorf("freeze the handler maker: %w", err)
+	}
+	if s.makers == nil || len(s.makers) >= maxMakers {
+		s.makers = make(map[*goja.Program]goja.Callable)
+	}
+	s.makers[prog.prog] = f
+	return f, nil
 }
 
 // lockdownJS freezes every object reachable from the global object and from
@@ -328,7 +374,7 @@ func (s *sandbox) guard() error {
 			return err
 		}
 		if err := set(objectCtor, name, func(c goja.FunctionCall) goja.Value {
-			if isLazy(c.Argument(0)) {
+			if isDynamicInput(c.Argument(0)) {
 				s.wantWhole = true
 				rt.Interrupt(kindWhole)
 				return c.Argument(0)

@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"context"
 	"runtime/metrics"
 	"sync"
 	"time"
@@ -28,7 +29,7 @@ const kindStarved Kind = "starved"
 const kindWhole Kind = "whole"
 
 // watchdog interrupts runs that pass their time limit or allocate past their
-// bound. Its goroutine runs only while some run is active.
+// bound, or whose caller's context ended. Its goroutine runs only while some run is active.
 type watchdog struct {
 	mu       sync.Mutex
 	active   map[*watched]struct{}
@@ -47,9 +48,12 @@ const watchLinger = 100 * time.Millisecond
 
 // watched is one run under watch.
 type watched struct {
-	rt        *goja.Runtime
-	timeout   time.Duration // of the run's own CPU time (wall time without a thread clock)
-	wallLimit time.Duration // of wall time, whatever the CPU time
+	rt *goja.Runtime
+	// ctx is the run's caller's: once it ends, the run is interrupted as a
+	// timeout.
+	ctx       context.Context //nolint:containedctx // the watch's lifetime is the run's call
+	timeout   time.Duration   // of the run's own CPU time (wall time without a thread clock)
+	wallLimit time.Duration   // of wall time, whatever the CPU time
 	maxMemory uint64
 	exclusive bool // the run holds every slot: what the process allocates is its
 
@@ -173,6 +177,9 @@ func (w *watchdog) check(now time.Time) bool {
 	for r := range w.active {
 		switch {
 		case r.stopped:
+		case r.ctx != nil && r.ctx.Err() != nil:
+			r.stopped = true
+			r.rt.Interrupt(KindTimeout)
 		case allocs-r.allocs0 > r.maxMemory:
 			r.stopped = true
 			if r.shared && !r.exclusive {
