@@ -34,6 +34,8 @@
 // do (freeze, seal, preventExtensions, defineProperty, a Symbol key) runs the
 // handler again on an input built whole, within the same time limit. An
 // untouched payload object is sent as its input bytes without stringifying.
+// The argument and its headers are dynamic objects too (arg.go), their
+// members built from the Input on first read.
 //
 // # Isolation between runs
 //
@@ -44,7 +46,9 @@
 // JSON.stringify, or assigns a global, changes nothing (in strict code the
 // assignment throws). The program runs inside a fresh function scope per run
 // (the source is compiled as the body of a wrapper function that returns
-// handler), so its top-level variables start anew each run. The properties
+// handler), so its top-level variables start anew each run; the
+// wrapper function is made once per runtime and frozen with its prototype
+// object, so nothing a run sets on it reaches the next. The properties
 // that ordinary code overrides on its own objects (toString, valueOf,
 // constructor, name, message, …) are accessors on the frozen prototypes that
 // define the property on the object assigned to, so freezing does not break
