@@ -112,6 +112,9 @@ func (p *jsonParser) value(depth int) (goja.Value, error) { //nolint:ireturn // 
 		}
 		return p.object(depth)
 	case '[':
+		if p.lazy != nil {
+			return p.lazyArray()
+		}
 		return p.array(depth)
 	case '"':
 		if p.rt == nil {
@@ -224,10 +227,6 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 
 func (p *jsonParser) array(depth int) (goja.Value, error) { //nolint:ireturn // goja values are an interface
 	p.i++ // [
-	if p.lazy != nil {
-		// The elements of an ordinary array can change unseen.
-		p.lazy.arrays = true
-	}
 	var items []any
 	p.space()
 	if p.i < len(p.data) && p.data[p.i] == ']' {

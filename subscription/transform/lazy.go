@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -14,7 +15,7 @@ import (
 // dynamic object over the payload's text whose keys are read when it is made
 // and whose values are built on first access (a nested object becoming
 // another lazy object), so a handler that reads a few fields builds only
-// those. Arrays are ordinary arrays, built when their property is read.
+// those. Arrays are lazy too (lazy_array.go).
 //
 // A lazy object behaves as the plain object JSON.parse makes: own, writable,
 // enumerable, configurable data properties, keys in JavaScript's order
@@ -40,15 +41,19 @@ type lazyInput struct {
 	// objectProto is Object.prototype: a lazy object whose prototype is
 	// another may stringify otherwise (a toJSON).
 	objectProto *goja.Object
-	// root is the payload when it is an object.
+	// arrayProto is Array.prototype, known once a lazy array was made.
+	arrayProto *goja.Object
+	// root is the payload when it is an object or an array.
 	root *goja.Object
-	// objects are the lazy objects made so far.
+	// objects and arrays are the lazy objects and arrays made so far.
 	objects []*goja.Object
-	// written is set once any lazy object was written to or deleted from.
+	arrays  []*goja.Object
+	// written is set once any lazy object or array was written to or
+	// deleted from.
 	written bool
-	// arrays is set once an array was built: an ordinary array's elements
-	// can change unseen.
-	arrays bool
+	// wantWhole is set once a lazy array stopped the run to run it again
+	// on an input built whole (lazyArray.whole).
+	wantWhole bool
 }
 
 // lazyObject is the goja.DynamicObject of one JSON object of the payload.
@@ -71,10 +76,16 @@ type lazyProp struct {
 // tell one from a plain object without exporting it.
 func lazyObjectType() reflect.Type { return reflect.TypeFor[*lazyObject]() }
 
-// isLazy reports whether v is a lazy object.
+// isLazy reports whether v is a lazy object or a lazy array: what the
+// sandbox's guards of freeze, seal, preventExtensions and defineProperty
+// send to a run on an input built whole.
 func isLazy(v goja.Value) bool {
 	obj, ok := v.(*goja.Object)
-	return ok && obj.ExportType() == lazyObjectType()
+	if !ok {
+		return false
+	}
+	t := obj.ExportType()
+	return t == lazyObjectType() || t == lazyArrayType()
 }
 
 // newLazyInput builds the payload's value lazily over data, which the caller
@@ -87,8 +98,8 @@ func newLazyInput(rt *goja.Runtime, data []byte) (*lazyInput, goja.Value, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	if obj, ok := v.(*goja.Object); ok && len(in.objects) > 0 && in.objects[0] == obj {
-		in.root = obj
+	if obj, ok := v.(*goja.Object); ok {
+		in.root = obj // a lazy object or array: the text is the one value
 	}
 	return in, v, nil
 }
@@ -97,7 +108,7 @@ func newLazyInput(rt *goja.Runtime, data []byte) (*lazyInput, goja.Value, error)
 // (nor anything in it) and so stringifying to what it was built from: the
 // engine then sends the input's bytes without stringifying.
 func (in *lazyInput) untouched(v goja.Value) bool {
-	if in == nil || in.root == nil || in.written || in.arrays {
+	if in == nil || in.root == nil || in.written {
 		return false
 	}
 	if obj, ok := v.(*goja.Object); !ok || obj != in.root {
@@ -105,6 +116,11 @@ func (in *lazyInput) untouched(v goja.Value) bool {
 	}
 	for _, o := range in.objects {
 		if o.Prototype() != in.objectProto {
+			return false
+		}
+	}
+	for _, a := range in.arrays {
+		if a.Prototype() != in.arrayProto {
 			return false
 		}
 	}
@@ -322,13 +338,18 @@ func cmpIndex(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// dynamicObjectError reports whether a thrown value is goja's refusal of
-// something a dynamic object cannot do ("Dynamic objects do not support
-// Symbol properties", "… of a dynamic object", …).
+// dynamicObjectError reports whether err is goja's refusal of something a
+// dynamic object or array cannot do ("Dynamic objects do not support Symbol
+// properties", "… of a dynamic object", "Cannot set property \"x\" on a
+// dynamic array", …), or a lazy array's stop (lazyArray.whole).
 func dynamicObjectError(err error) bool {
+	if interrupted, ok := errors.AsType[*goja.InterruptedError](err); ok {
+		return interrupted.Value() == kindWhole
+	}
 	exc, ok := err.(*goja.Exception) //nolint:errorlint // the VM returns the exception itself
 	if !ok {
 		return false
 	}
-	return strings.Contains(strings.ToLower(thrownMessage(exc.Value())), "dynamic object")
+	msg := strings.ToLower(thrownMessage(exc.Value()))
+	return strings.Contains(msg, "dynamic object") || strings.Contains(msg, "dynamic array")
 }
