@@ -153,9 +153,11 @@ func (r *Runner) Apply(ctx context.Context, d *router.Delivery, req Request) (re
 func (r *Runner) run(ctx context.Context, d *router.Delivery, req Request) (Result, error) {
 	sub := d.Subscription
 	code := sub.Transformation.Code
-	version := transform.SourceVersion(code)
+	var version string
 	if sub.Version > 0 {
 		version = strconv.FormatInt(sub.Version, 10)
+	} else {
+		version = transform.SourceVersion(code)
 	}
 	prog, err := r.programs.Program(transform.CacheKey{SubscriptionID: sub.ID, Version: version}, code)
 	if err != nil {
