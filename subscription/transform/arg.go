@@ -43,10 +43,13 @@ type argInput struct {
 	headers *goja.Object
 }
 
+// argMemberCount is how many members the argument has at most.
+const argMemberCount = 8
+
 // argMembers are the argument's members in the order of API.md §16 (url
 // left out when the input has none).
-func argMembers() [8]string {
-	return [8]string{"method", "url", "headers", "payload", "eventType", "eventId", "attempt", "cancel"}
+func argMembers() [argMemberCount]string {
+	return [argMemberCount]string{"method", "url", "headers", "payload", "eventType", "eventId", "attempt", "cancel"}
 }
 
 // inputObjectType is an inputObject's export type.
@@ -64,11 +67,21 @@ func isDynamicInput(v goja.Value) bool {
 	return ok && obj.ExportType() == inputObjectType()
 }
 
+// argBlock is what newArgument makes, in one allocation.
+type argBlock struct {
+	arg          argInput
+	obj, headers inputObject
+	props        [argMemberCount + 2]inputProp
+	headerProps  [4]inputProp
+}
+
 // newArgument makes the handler's argument over in, with payload as its
 // payload member.
 func newArgument(rt *goja.Runtime, in Input, payload goja.Value) *goja.Object {
-	a := &argInput{rt: rt, in: in, payload: payload}
-	h := &inputObject{arg: a, headers: true, props: make([]inputProp, 0, len(in.Headers)+1)}
+	b := &argBlock{arg: argInput{rt: rt, in: in, payload: payload}}
+	a := &b.arg
+	h := &b.headers
+	*h = inputObject{arg: a, headers: true, props: b.headerProps[:0]}
 	for k := range in.Headers {
 		h.props = append(h.props, inputProp{key: k})
 	}
@@ -76,9 +89,9 @@ func newArgument(rt *goja.Runtime, in Input, payload goja.Value) *goja.Object {
 		slices.SortFunc(h.props, func(x, y inputProp) int { return strings.Compare(x.key, y.key) })
 	}
 	a.headers = rt.NewDynamicObject(h)
-	members := argMembers()
-	o := &inputObject{arg: a, props: make([]inputProp, 0, len(members)+2)}
-	for _, k := range members {
+	o := &b.obj
+	*o = inputObject{arg: a, props: b.props[:0]}
+	for _, k := range argMembers() {
 		if k == "url" && in.URL == "" {
 			continue
 		}

@@ -203,7 +203,7 @@ func (e *Engine) runIn(sb *sandbox, prog *Program, in Input, lazy bool) (Output,
 	rt := sb.rt
 	sb.wantWhole = false
 	text := orNull(in.Payload)
-	src := &inputText{text: string(text)}
+	src := &inputText{text: text}
 	var payload goja.Value
 	if lazy {
 		// A scan checks the text whole (syntax, nesting) before anything
@@ -268,7 +268,7 @@ func (e *Engine) runIn(sb *sandbox, prog *Program, in Input, lazy bool) (Output,
 // changed the payload: whether JSON.stringify of what it returned is
 // JSON.stringify of the input.
 type inputText struct {
-	text string
+	text []byte // the Input's, read only
 	// canonical reports that text is JSON.stringify's of the input (see
 	// jsonToValue).
 	canonical bool
@@ -285,14 +285,14 @@ type inputText struct {
 // the text; a canonical text is compared as it is; only a changed payload
 // of a text that is not canonical, built lazily, costs a whole build.
 func (t *inputText) changed(sb *sandbox, s []byte) (bool, error) {
-	if string(s) == t.text {
+	if string(s) == string(t.text) {
 		return false, nil
 	}
 	if t.canonical {
 		return true, nil
 	}
 	if !t.known {
-		v, _, err := jsonToValue(sb.rt, []byte(t.text))
+		v, _, err := jsonToValue(sb.rt, t.text)
 		if err != nil {
 			return false, fmt.Errorf("parse input payload: %w", err)
 		}
