@@ -119,6 +119,8 @@ func lazyHandlers() []string {
 		arrayOf + `if (a && a.length) { delete a[0]; w.payload = {p: w.payload, has: 0 in a, keys: Object.keys(a), len: a.length}; } return w`,
 		arrayOf + `if (a && a.length) { delete a[a.length - 1]; w.payload = {p: w.payload, has: (a.length - 1) in a, len: a.length}; } return w`,
 		arrayOf + `if (a && a.length) { delete a[a.length - 1]; a.length--; } return w`,
+		arrayOf + `if (a && a.length) { delete a[a.length - 1]; } return w`,
+		arrayOf + `if (a && a.length) { a[a.length - 1] = undefined; w.payload = {a: a, p: w.payload}; } return w`,
 		arrayOf + `if (a && a.length > 1) { a[0] = undefined; w.payload = {p: w.payload, has: 0 in a, keys: Object.keys(a)}; } return w`,
 		arrayOf + `if (a) { a[-1] = "m"; w.payload = {m: a[-1], keys: Object.keys(a), p: w.payload}; } return w`,
 		arrayOf + `if (a) { a["4294967295"] = "big"; w.payload = {b: a[4294967295], keys: Object.keys(a), len: a.length}; } return w`,
@@ -351,6 +353,28 @@ func TestLazyArrayRunsAgainOnlyForHoles(t *testing.T) {
 			require.False(t, li.wantWhole, c.src)
 			require.NoError(t, err, c.src)
 		}
+	}
+}
+
+// The sandbox's length guards see a lazy array's length: a 10,000-element
+// payload array is refused by the built-ins that walk it under a smaller
+// bound, as a plain one is.
+func TestLazyArrayLengthIsBounded(t *testing.T) {
+	t.Parallel()
+	sb, err := newSandbox(1000, 1<<20)
+	require.NoError(t, err)
+	_, v, err := newLazyInput(sb.rt, []byte(longArrayPayload(10_000)))
+	require.NoError(t, err)
+	big := v.ToObject(sb.rt).Get("big")
+	require.True(t, isLazy(big))
+	require.Equal(t, int64(10_000), sb.lengthOf(big))
+	for _, src := range []string{`p.big.join()`, `p.big.map(String)`, `p.big.concat()`, `Array.from(p.big)`, `JSON.stringify(p)`} {
+		f, err := sb.rt.RunString("(function (p) { return " + src + " })")
+		require.NoError(t, err)
+		call, ok := goja.AssertFunction(f)
+		require.True(t, ok)
+		_, err = call(goja.Undefined(), v)
+		require.ErrorContains(t, err, "length 10000 is more than the 1000", src)
 	}
 }
 
