@@ -176,29 +176,3 @@ func (o *inputObject) Delete(key string) bool {
 func (o *inputObject) Keys() []string {
 	return orderedKeys(len(o.props), func(i int) string { return o.props[i].key })
 }
-
-// orderedKeys lists n keys (key(i) the i-th, in the order they were added)
-// in a plain object's order: array indices first, ascending, then the others
-// as added.
-func orderedKeys(n int, key func(i int) string) []string {
-	keys := make([]string, 0, n)
-	for i := range n {
-		if k := key(i); maybeIndex(k) && isArrayIndex(k) {
-			keys = append(keys, k)
-		}
-	}
-	indices := len(keys)
-	if indices > 1 {
-		slices.SortFunc(keys, cmpIndex)
-	}
-	for i := range n {
-		if k := key(i); indices == 0 || !maybeIndex(k) || !isArrayIndex(k) {
-			keys = append(keys, k)
-		}
-	}
-	return keys
-}
-
-// maybeIndex is isArrayIndex's cheap first test: an index starts with a
-// digit.
-func maybeIndex(k string) bool { return k != "" && '0' <= k[0] && k[0] <= '9' }

@@ -64,13 +64,14 @@ func TestRunLazyArgumentSameAsWhole(t *testing.T) {
 	headers.Headers = map[string]string{"x-b": "2", "x-a": "1", "9": "n", "x-team": "orders"}
 	none := sampleInput()
 	none.Headers = nil
-	requireSameAsWhole(t, argHandlers(), []Input{webhook, destination, headers, none})
+	requireSameAsWhole(t, argHandlers(), []Input{webhook, destination, headers, none}, nil)
 }
 
 // requireSameAsWhole runs every handler body (of a handler of w) on every
 // input lazily and on an input built whole, and requires the same result
-// or the same error.
-func requireSameAsWhole(t *testing.T, bodies []string, inputs []Input) {
+// or the same error. A handler in gaps, on an array payload, need only
+// succeed lazily (sloppyNamedWrites).
+func requireSameAsWhole(t *testing.T, bodies []string, inputs []Input, gaps map[int]bool) {
 	t.Helper()
 	lazy := testEngine(Config{})
 	whole := testEngine(Config{})
@@ -90,6 +91,9 @@ func requireSameAsWhole(t *testing.T, bodies []string, inputs []Input) {
 				continue
 			}
 			require.NoError(t, gotErr, name)
+			if gaps[i] && len(in.Payload) > 0 && in.Payload[0] == '[' {
+				continue
+			}
 			require.Equal(t, want, got, name)
 		}
 	}

@@ -96,7 +96,7 @@ func Compile(src string) (*Program, error) {
 	if err != nil {
 		return nil, compileErrorOf(err, len(wrapperHead))
 	}
-	return &Program{prog: prog, hash: sha256.Sum256([]byte(src)), whole: strings.Contains(src, "Symbol")}, nil
+	return &Program{prog: prog, hash: sha256.Sum256([]byte(src)), whole: wantsWhole(src)}, nil
 }
 
 // compileErrorOf turns a parser or compiler error into a CompileError; shift
@@ -250,4 +250,12 @@ func findBigInt(tree *ast.Program) (file.Idx, bool) {
 		return found, true
 	}
 	return 0, false
+}
+
+// wantsWhole reports whether a source is run on an input built whole from
+// the start: it names Symbol (a Symbol key on a lazy object needs the
+// re-run anyway) or __proto__ (outside strict code a lazy array drops a
+// write of its prototype silently, unseen by any trap: lazy_array.go).
+func wantsWhole(src string) bool {
+	return strings.Contains(src, "Symbol") || strings.Contains(src, "__proto__")
 }

@@ -28,7 +28,8 @@
 //
 // The handler's payload is built lazily (lazy.go): each JSON object is a goja
 // dynamic object whose keys are read when it is made and whose values are
-// built on first access, so a handler that reads a few fields of a large
+// built on first access, and each JSON array a goja dynamic array whose
+// elements are built on first read (lazy_array.go), so a handler that reads a few fields of a large
 // event builds those only. It behaves as JSON.parse's plain objects (key
 // order, own data properties, the prototype); what a dynamic object cannot
 // do (freeze, seal, preventExtensions, defineProperty, a Symbol key) runs the

@@ -303,22 +303,34 @@ func (o *lazyObject) Delete(key string) bool {
 // Keys lists the keys in a plain object's order: array indices ascending,
 // then the others in the order they were added.
 func (o *lazyObject) Keys() []string {
-	keys := make([]string, 0, len(o.props))
-	for i := range o.props {
-		if isArrayIndex(o.props[i].key) {
-			keys = append(keys, o.props[i].key)
+	return orderedKeys(len(o.props), func(i int) string { return o.props[i].key })
+}
+
+// orderedKeys lists n keys (key(i) the i-th, in the order they were added)
+// in a plain object's order: array indices first, ascending, then the others
+// as added.
+func orderedKeys(n int, key func(i int) string) []string {
+	keys := make([]string, 0, n)
+	for i := range n {
+		if k := key(i); maybeIndex(k) && isArrayIndex(k) {
+			keys = append(keys, k)
 		}
 	}
-	if len(keys) > 0 {
+	indices := len(keys)
+	if indices > 1 {
 		slices.SortFunc(keys, cmpIndex)
 	}
-	for i := range o.props {
-		if !isArrayIndex(o.props[i].key) {
-			keys = append(keys, o.props[i].key)
+	for i := range n {
+		if k := key(i); indices == 0 || !maybeIndex(k) || !isArrayIndex(k) {
+			keys = append(keys, k)
 		}
 	}
 	return keys
 }
+
+// maybeIndex is isArrayIndex's cheap first test: an index starts with a
+// digit.
+func maybeIndex(k string) bool { return k != "" && '0' <= k[0] && k[0] <= '9' }
 
 // isArrayIndex reports whether key is an array index as JavaScript orders
 // them: the canonical decimal of an integer below 2^32−1.
