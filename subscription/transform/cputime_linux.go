@@ -14,16 +14,13 @@ type threadClock struct {
 	id int32
 }
 
-// currentThreadClock is the clock of the calling goroutine's OS thread and
-// its time now; the caller holds runtime.LockOSThread while the clock is
-// read. ok is false when the thread's clock cannot be read (the watchdog
-// then measures wall time).
-func currentThreadClock() (c threadClock, now time.Duration, ok bool) {
+// currentThreadClock is the clock of the calling goroutine's OS thread; the
+// caller holds runtime.LockOSThread while the clock is read. It reads the
+// thread's id only (one cheap system call); the clock is read by now.
+func currentThreadClock() (c threadClock, ok bool) {
 	// clockid for another thread of the process: the kernel's
 	// MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED), ~tid<<3 | PERTHREAD | SCHED.
-	c = threadClock{id: int32(^unix.Gettid()<<3 | 6)} //nolint:gosec // G115: a thread id fits the kernel's 32-bit clockid encoding
-	now, ok = c.now()
-	return c, now, ok
+	return threadClock{id: int32(^unix.Gettid()<<3 | 6)}, true //nolint:gosec // G115: a thread id fits the kernel's 32-bit clockid encoding
 }
 
 // now is the thread's CPU time so far.

@@ -112,7 +112,9 @@ var errMemorySuspect = errors.New("the process allocated past the bound while ot
 //
 // The time limit counts the run's own CPU time where the platform has a
 // thread clock (Linux), so a run the scheduler holds off the CPU is not
-// failed for it; whatever the CPU time, a run is stopped after
+// failed for it (the watchdog reads the clock from its first look at the
+// run, and counts the run's time before that look as at most one
+// WatchdogInterval); whatever the CPU time, a run is stopped after
 // [Config.WallLimit] of wall time. Waiting for a runtime is bounded by ctx
 // only. A run stopped at the memory bound while other runs were active is
 // run once more alone, holding every slot, and fails with [KindMemory] only

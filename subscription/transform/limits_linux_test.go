@@ -22,8 +22,10 @@ import (
 // many times the limit; the endless loops beside it still time out. Not
 // parallel: it saturates the CPUs.
 func TestRunTimeLimitCountsTheRunNotTheWait(t *testing.T) { //nolint:paralleltest // saturates every CPU: runs alone
-	_, _, ok := currentThreadClock()
+	c, ok := currentThreadClock()
 	require.True(t, ok, "Linux offers every thread a CPU-time clock")
+	_, ok = c.now()
+	require.True(t, ok, "the thread's clock reads")
 	prog, err := Compile(busyHandler)
 	require.NoError(t, err)
 	loop, err := Compile(`function handler(w) { while (true) {} }`)
@@ -74,4 +76,28 @@ func TestRunTimeLimitCountsTheRunNotTheWait(t *testing.T) { //nolint:paralleltes
 	hostile.Wait()
 	loops.requireKind(t, KindTimeout, "longer than")
 	t.Logf("under load: slowest good run %s (wall), limit %s of CPU", slowest, limit)
+}
+
+// The watch reads a run's thread clock first when it first looks at the
+// run: the time before counts as the run's own up to one interval only, so a
+// run that waited long for the CPU before the first look is not charged the
+// wait; what it runs after is charged in full.
+func TestOverTimeCountsFromTheFirstLook(t *testing.T) {
+	t.Parallel()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c, ok := currentThreadClock()
+	require.True(t, ok)
+	r := &watched{timeout: 20 * time.Millisecond, clock: c, hasClock: true, start: time.Now().Add(-time.Second)}
+	require.False(t, r.overTime(time.Now()), "a second of wall time before the first look is not the run's")
+	first, ok := c.now()
+	require.True(t, ok)
+	for {
+		now, ok := c.now()
+		require.True(t, ok)
+		if now-first > 25*time.Millisecond {
+			break
+		}
+	}
+	require.True(t, r.overTime(time.Now()), "25 ms of the thread's CPU after the first look pass a 20-ms limit")
 }

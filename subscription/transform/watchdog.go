@@ -60,9 +60,12 @@ type watched struct {
 	// Set by begin, on the run's locked OS thread.
 	clock    threadClock
 	hasClock bool
-	cpu0     time.Duration
-	start    time.Time
-	allocs0  uint64
+	// cpu0 is the thread's CPU time when the run began, as the watch's
+	// first look at the run puts it (overTime); cpuSeen once it has.
+	cpu0    time.Duration
+	cpuSeen bool
+	start   time.Time
+	allocs0 uint64
 
 	shared  bool // another run was active during this one
 	stopped bool // interrupted once; not again
@@ -88,7 +91,7 @@ func readAllocs() uint64 {
 // bound the watchdog's tick already allows — and the reading (runtime
 // metrics, a few µs) is taken once per interval instead of once per run.
 func (w *watchdog) begin(r *watched) {
-	r.clock, r.cpu0, r.hasClock = currentThreadClock()
+	r.clock, r.hasClock = currentThreadClock()
 	r.start = time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -208,6 +211,14 @@ func (r *watched) overTime(now time.Time) bool {
 	cpu, ok := r.clock.now()
 	if !ok {
 		return wall > r.timeout
+	}
+	if !r.cpuSeen {
+		// The first look at the run, at most an interval after it began
+		// unless the watch itself was held off the CPU: what the run ran
+		// before it is taken as its wall time so far, at most one
+		// interval. Reading the clock here rather than in begin spares
+		// every run a system call; most runs end before the first look.
+		r.cpu0, r.cpuSeen = cpu-min(wall, WatchdogInterval), true
 	}
 	return cpu-r.cpu0 > r.timeout
 }
