@@ -208,20 +208,14 @@ func (e *Engine) runIn(sb *sandbox, prog *Program, in Input, lazy bool) (Output,
 	src := &inputText{text: text}
 	var payload goja.Value
 	if lazy {
-		// A scan checks the text whole (syntax, nesting) before anything
-		// is built, as the whole build does.
-		scan := jsonParser{data: text, canonical: true}
-		if _, err := scan.value(0); err != nil {
-			return Output{}, fmt.Errorf("parse input payload: %w", err)
-		}
-		if scan.space(); scan.i != len(text) {
-			return Output{}, fmt.Errorf("parse input payload: %w", scan.fail("trailing data"))
-		}
+		// The scan that checks the text whole (syntax, nesting) before
+		// anything is built, as the whole build does, records the tape the
+		// lazy payload is built from (tape.go).
 		li, v, err := newLazyInput(rt, text)
 		if err != nil {
 			return Output{}, fmt.Errorf("parse input payload: %w", err)
 		}
-		src.canonical, src.lazy, payload = scan.canonical, li, v
+		src.canonical, src.lazy, payload = li.canonical, li, v
 	} else {
 		v, canonical, err := jsonToValue(rt, text)
 		if err != nil {

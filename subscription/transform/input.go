@@ -47,8 +47,11 @@ type jsonParser struct {
 	rt   *goja.Runtime
 	data []byte
 	i    int
-	// lazy, when set, makes every object a lazy one (lazy.go) over data.
-	lazy *lazyInput
+	// tape, set on a scan (rt nil), records the text's objects and
+	// arrays (tape.go); last is then the tape index of the segment of the
+	// value just read, -1 for a scalar.
+	tape *tapeBuf
+	last int32
 	// objectProto is Object.prototype, looked up once.
 	objectProto *goja.Object
 	// canonical is false once the text read differs, or may differ, from
@@ -107,18 +110,12 @@ func (p *jsonParser) value(depth int) (goja.Value, error) { //nolint:ireturn // 
 	}
 	switch p.data[p.i] {
 	case '{':
-		if p.lazy != nil {
-			return p.lazyObject()
-		}
 		return p.object(depth)
 	case '[':
-		if p.lazy != nil {
-			return p.lazyArray()
-		}
 		return p.array(depth)
 	case '"':
 		if p.rt == nil {
-			_, err := p.scanStr()
+			_, _, err := p.scanStr()
 			return nil, err
 		}
 		s, err := p.str()
@@ -156,11 +153,13 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 	// object only costs the fast path.
 	var keysBuf [16][]byte
 	keys := keysBuf[:0]
+	base := p.tapeBase()
 	p.i++ // {
 	p.space()
 	if p.i < len(p.data) && p.data[p.i] == '}' {
 		p.i++
 		if obj == nil {
+			p.tapeSeal(base, tapeMember)
 			return nil, nil //nolint:nilnil // a scan builds no value
 		}
 		return obj, nil
@@ -171,10 +170,11 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 			return nil, p.fail("expected a key")
 		}
 		keyStart := p.i
-		raw, err := p.scanStr()
+		raw, escaped, err := p.scanStr()
 		if err != nil {
 			return nil, err
 		}
+		keyEnd := p.i
 		if p.canonical && (isDigits(raw) || slices.ContainsFunc(keys, func(k []byte) bool { return string(k) == string(raw) })) {
 			// JavaScript puts index keys first, and a repeated key keeps
 			// its first place with the last value.
@@ -197,6 +197,7 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 			return nil, p.fail("expected ':'")
 		}
 		p.i++
+		start := p.valueStart(depth + 1)
 		v, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
@@ -205,6 +206,9 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 			if err := p.put(obj, key, v); err != nil {
 				return nil, err
 			}
+		}
+		if p.tape != nil {
+			p.tape.scratch = append(p.tape.scratch, int32(keyStart), int32(keyEnd), b2i(escaped), start, p.last) //nolint:gosec // G115: the text is at most maxTapeText bytes
 		}
 		p.space()
 		if p.i >= len(p.data) {
@@ -216,6 +220,7 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 		case '}':
 			p.i++
 			if obj == nil {
+				p.tapeSeal(base, tapeMember)
 				return nil, nil //nolint:nilnil // a scan builds no value
 			}
 			return obj, nil
@@ -226,23 +231,29 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 }
 
 func (p *jsonParser) array(depth int) (goja.Value, error) { //nolint:ireturn // goja values are an interface
+	base := p.tapeBase()
 	p.i++ // [
 	var items []any
 	p.space()
 	if p.i < len(p.data) && p.data[p.i] == ']' {
 		p.i++
 		if p.rt == nil {
+			p.tapeSeal(base, tapeElement)
 			return nil, nil //nolint:nilnil // a scan builds no value
 		}
 		return p.rt.NewArray(), nil
 	}
 	for {
+		start := p.valueStart(depth + 1)
 		v, err := p.value(depth + 1)
 		if err != nil {
 			return nil, err
 		}
 		if p.rt != nil {
 			items = append(items, v)
+		}
+		if p.tape != nil {
+			p.tape.scratch = append(p.tape.scratch, start, p.last)
 		}
 		p.space()
 		if p.i >= len(p.data) {
@@ -254,6 +265,7 @@ func (p *jsonParser) array(depth int) (goja.Value, error) { //nolint:ireturn // 
 		case ']':
 			p.i++
 			if p.rt == nil {
+				p.tapeSeal(base, tapeElement)
 				return nil, nil //nolint:nilnil // a scan builds no value
 			}
 			return p.rt.NewArray(items...), nil
@@ -282,17 +294,17 @@ func (p *jsonParser) str() (string, error) {
 }
 
 // scanStr checks a JSON string without building it, and returns its text
-// between the quotes as written.
-func (p *jsonParser) scanStr() ([]byte, error) {
+// between the quotes as written; escaped reports that it has escapes.
+func (p *jsonParser) scanStr() (raw []byte, escaped bool, err error) {
 	start := p.i
-	raw, escaped, err := p.rawStr()
+	raw, escaped, err = p.rawStr()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if escaped && !json.Valid(p.data[start:p.i]) {
-		return nil, fmt.Errorf("%w at byte %d: invalid escape", errInputJSON, start)
+		return nil, false, fmt.Errorf("%w at byte %d: invalid escape", errInputJSON, start)
 	}
-	return raw, nil
+	return raw, escaped, nil
 }
 
 // rawStr reads a JSON string and returns its text between the quotes as

@@ -30,14 +30,14 @@ import (
 // in a map rather than by a linear search.
 const lazyIndexMin = 16
 
-// lazyPropsCap is the room a lazy object is made with: most objects of an
-// event have fewer keys.
-const lazyPropsCap = 8
-
 // lazyInput is what the lazy values of one run's payload share.
 type lazyInput struct {
 	rt   *goja.Runtime
 	data []byte
+	// tape is the text's tape (tape.go), and canonical whether the text is
+	// JSON.stringify's (see jsonToValue), both from the scan.
+	tape      []int32
+	canonical bool
 	// objectProto is Object.prototype: a lazy object whose prototype is
 	// another may stringify otherwise (a toJSON).
 	objectProto *goja.Object
@@ -66,10 +66,10 @@ type lazyObject struct {
 // lazyProp is one property of a lazy object.
 type lazyProp struct {
 	key string
-	// off is the offset of the value's text, while val is nil (not built
-	// yet).
-	off int
-	val goja.Value
+	// off is the offset of the value's text and seg its tape segment (-1
+	// for a scalar), while val is nil (not built yet).
+	off, seg int32
+	val      goja.Value
 }
 
 // lazyObjectType is a lazy object's export type: how the sandbox's guards
@@ -86,22 +86,6 @@ func isLazy(v goja.Value) bool {
 	}
 	t := obj.ExportType()
 	return t == lazyObjectType() || t == lazyArrayType()
-}
-
-// newLazyInput builds the payload's value lazily over data, which the caller
-// has checked is valid JSON (a scan with jsonParser).
-func newLazyInput(rt *goja.Runtime, data []byte) (*lazyInput, goja.Value, error) { //nolint:ireturn // goja values are an interface
-	in := &lazyInput{rt: rt, data: data}
-	in.objectProto = rt.NewObject().Prototype()
-	p := jsonParser{rt: rt, data: data, lazy: in}
-	v, err := p.value(0)
-	if err != nil {
-		return nil, nil, err
-	}
-	if obj, ok := v.(*goja.Object); ok {
-		in.root = obj // a lazy object or array: the text is the one value
-	}
-	return in, v, nil
 }
 
 // untouched reports whether v is the payload object itself, never written to
@@ -127,52 +111,24 @@ func (in *lazyInput) untouched(v goja.Value) bool {
 	return true
 }
 
-// lazyObject reads the object at p.i: its keys and where each value starts,
-// skipping the values.
-func (p *jsonParser) lazyObject() (goja.Value, error) { //nolint:ireturn // goja values are an interface
-	o := &lazyObject{in: p.lazy, props: make([]lazyProp, 0, lazyPropsCap)}
-	p.i++ // {
-	p.space()
-	if p.i < len(p.data) && p.data[p.i] == '}' {
-		p.i++
-		return o.make(), nil
-	}
-	for {
-		p.space()
-		if p.i >= len(p.data) || p.data[p.i] != '"' {
-			return nil, p.fail("expected a key")
-		}
-		key, err := p.str()
+// object builds the lazy object of the tape segment seg: its keys and where
+// each value starts, as the scan recorded them.
+func (in *lazyInput) object(seg int32) (*goja.Object, error) {
+	n := in.tape[seg]
+	o := &lazyObject{in: in, props: make([]lazyProp, 0, n)}
+	for m := seg + 1; n > 0; n, m = n-1, m+tapeMember {
+		key, err := in.key(m)
 		if err != nil {
 			return nil, err
 		}
-		p.space()
-		if p.i >= len(p.data) || p.data[p.i] != ':' {
-			return nil, p.fail("expected ':'")
-		}
-		p.i++
-		p.space()
-		start := p.i
-		p.i = skipJSONValue(p.data, p.i)
+		off, child := in.tape[m+3], in.tape[m+4]
 		if i := o.find(key); i >= 0 {
-			o.props[i].off = start // a repeated key keeps its place, with the last value
+			o.props[i].off, o.props[i].seg = off, child // a repeated key keeps its place, with the last value
 		} else {
-			o.add(key, start, nil)
-		}
-		p.space()
-		if p.i >= len(p.data) {
-			return nil, p.fail("unexpected end")
-		}
-		switch p.data[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return o.make(), nil
-		default:
-			return nil, p.fail("expected ',' or '}'")
+			o.add(key, off, child, nil)
 		}
 	}
+	return o.make(), nil
 }
 
 // make wraps o in its JavaScript object.
@@ -180,40 +136,6 @@ func (o *lazyObject) make() *goja.Object {
 	obj := o.in.rt.NewDynamicObject(o)
 	o.in.objects = append(o.in.objects, obj)
 	return obj
-}
-
-// skipJSONValue returns the offset just past the JSON value at i, in a text
-// already checked (whitespace after it may remain).
-func skipJSONValue(data []byte, i int) int {
-	depth := 0
-	for i < len(data) {
-		switch data[i] {
-		case '"':
-			i++
-			for i < len(data) && data[i] != '"' {
-				if data[i] == '\\' {
-					i++
-				}
-				i++
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i
-			}
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		case ',':
-			if depth == 0 {
-				return i
-			}
-		}
-		i++
-	}
-	return i
 }
 
 func (o *lazyObject) find(key string) int {
@@ -231,8 +153,8 @@ func (o *lazyObject) find(key string) int {
 	return -1
 }
 
-func (o *lazyObject) add(key string, off int, v goja.Value) {
-	o.props = append(o.props, lazyProp{key: key, off: off, val: v})
+func (o *lazyObject) add(key string, off, seg int32, v goja.Value) {
+	o.props = append(o.props, lazyProp{key: key, off: off, seg: seg, val: v})
 	switch {
 	case o.index != nil:
 		o.index[key] = len(o.props) - 1
@@ -259,8 +181,7 @@ func (o *lazyObject) Get(key string) goja.Value { //nolint:ireturn // goja value
 		return nil
 	}
 	if o.props[i].val == nil {
-		p := jsonParser{rt: o.in.rt, data: o.in.data, i: o.props[i].off, lazy: o.in}
-		v, err := p.value(0)
+		v, err := o.in.value(o.props[i].off, o.props[i].seg)
 		if err != nil {
 			// The text was checked whole before the run.
 			panic(o.in.rt.NewGoError(fmt.Errorf("input payload: %w", err)))
@@ -277,7 +198,7 @@ func (o *lazyObject) Set(key string, val goja.Value) bool {
 		o.props[i].val = val
 		return true
 	}
-	o.add(key, 0, val)
+	o.add(key, 0, -1, val)
 	return true
 }
 

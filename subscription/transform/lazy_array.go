@@ -31,18 +31,21 @@ import (
 // reaches SetLen as its integer part, where a plain array throws a
 // RangeError.
 
-// lazyArrayCap is the room a lazy array's offsets are made with: most arrays
-// of an event are short.
+// lazyArrayCap is the least room a lazy array's values are made with when
+// one is added: most arrays of an event are short.
 const lazyArrayCap = 8
 
 // lazyArray is the goja.DynamicArray of one JSON array of the payload.
 type lazyArray struct {
 	in *lazyInput
-	// offs are the offsets of the elements' texts, -1 for an element the
-	// handler added; its length is the array's.
-	offs []int
+	// elems is the tape index of the first element's entry (tape.go): the
+	// first read elements are the payload's, built from the tape when
+	// first read; n is the array's length, the elements from read on the
+	// handler's (in vals).
+	elems   int32
+	read, n int
 	// vals are the elements built or written so far, nil where not built
-	// yet; made at the first read or write, then as long as offs.
+	// yet; made at the first read or write, then n long.
 	vals []goja.Value
 	// hole is the index of the last element, just deleted or set to
 	// undefined, while only a shorter length can follow (pop); -1 if none.
@@ -52,35 +55,10 @@ type lazyArray struct {
 // lazyArrayType is a lazy array's export type (see lazyObjectType).
 func lazyArrayType() reflect.Type { return reflect.TypeFor[*lazyArray]() }
 
-// lazyArray reads the array at p.i: where each element starts, skipping the
-// elements.
-func (p *jsonParser) lazyArray() (goja.Value, error) { //nolint:ireturn // goja values are an interface
-	a := &lazyArray{in: p.lazy, hole: -1}
-	p.i++ // [
-	p.space()
-	if p.i < len(p.data) && p.data[p.i] == ']' {
-		p.i++
-		return a.make(), nil
-	}
-	a.offs = make([]int, 0, lazyArrayCap)
-	for {
-		p.space()
-		a.offs = append(a.offs, p.i)
-		p.i = skipJSONValue(p.data, p.i)
-		p.space()
-		if p.i >= len(p.data) {
-			return nil, p.fail("unexpected end")
-		}
-		switch p.data[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return a.make(), nil
-		default:
-			return nil, p.fail("expected ',' or ']'")
-		}
-	}
+// array builds the lazy array of the tape segment seg.
+func (in *lazyInput) array(seg int32) *goja.Object {
+	n := int(in.tape[seg])
+	return (&lazyArray{in: in, elems: seg + 1, read: n, n: n, hole: -1}).make()
 }
 
 // make wraps a in its JavaScript array.
@@ -114,22 +92,22 @@ func (a *lazyArray) observe() {
 // Len is the array's length.
 func (a *lazyArray) Len() int {
 	a.observe()
-	return len(a.offs)
+	return a.n
 }
 
 // Get builds the element on its first read; nil (undefined, from the
 // prototype) outside the array.
 func (a *lazyArray) Get(idx int) goja.Value { //nolint:ireturn // goja values are an interface
 	a.observe()
-	if idx < 0 || idx >= len(a.offs) {
+	if idx < 0 || idx >= a.n {
 		return nil
 	}
 	if a.vals == nil {
-		a.vals = make([]goja.Value, len(a.offs))
+		a.vals = make([]goja.Value, a.n)
 	}
-	if a.vals[idx] == nil {
-		p := jsonParser{rt: a.in.rt, data: a.in.data, i: a.offs[idx], lazy: a.in}
-		v, err := p.value(0)
+	if a.vals[idx] == nil && idx < a.read {
+		e := a.elems + int32(idx*tapeElement) //nolint:gosec // G115: idx is below the tape's length
+		v, err := a.in.value(a.in.tape[e], a.in.tape[e+1])
 		if err != nil {
 			// The text was checked whole before the run.
 			panic(a.in.rt.NewGoError(err))
@@ -144,7 +122,7 @@ func (a *lazyArray) Get(idx int) goja.Value { //nolint:ireturn // goja values ar
 // array (what a delete writes) but in its last element stop the run.
 func (a *lazyArray) Set(idx int, val goja.Value) bool {
 	a.observe()
-	n := len(a.offs)
+	n := a.n
 	if val == nil {
 		val = goja.Undefined()
 	}
@@ -164,8 +142,8 @@ func (a *lazyArray) Set(idx int, val goja.Value) bool {
 		a.vals = make([]goja.Value, n, max(n+1, lazyArrayCap))
 	}
 	if idx == n {
-		a.offs = append(a.offs, -1)
 		a.vals = append(a.vals, val)
+		a.n++
 		return true
 	}
 	a.vals[idx] = val
@@ -183,7 +161,7 @@ func (a *lazyArray) SetLen(n int) bool {
 			return true
 		}
 	}
-	cur := len(a.offs)
+	cur := a.n
 	switch {
 	case n == cur:
 		return true
@@ -192,7 +170,7 @@ func (a *lazyArray) SetLen(n int) bool {
 		return true
 	}
 	a.in.written = true
-	a.offs = a.offs[:n]
+	a.n, a.read = n, min(a.read, n)
 	if a.vals != nil {
 		clear(a.vals[n:])
 		a.vals = a.vals[:n]

@@ -1,0 +1,162 @@
+package transform
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/dop251/goja"
+)
+
+// The scan that checks a lazily built payload's text (jsonParser with no
+// runtime) records a tape of it: for every object and array, one segment of
+// int32s, its entry count followed by its entries. An object's entry is a
+// member (tapeMember values: the key's offsets, quotes included, whether the
+// key has escapes, the offset of the value's text, and the tape index of the
+// value's segment when the value is an object or an array, else -1); an
+// array's is an element (tapeElement values: the offset of its text and its
+// segment or -1). A value's segment is written before its parent's (the
+// entries of an object being read wait on a scratch stack until it ends), so
+// each segment is contiguous. Lazy objects and arrays (lazy.go,
+// lazy_array.go) are then built from their segments without reading their
+// text again.
+
+// Sizes of a tape entry, in int32s.
+const (
+	tapeMember  = 5 // keyStart, keyEnd, escaped, valueStart, segment
+	tapeElement = 2 // valueStart, segment
+)
+
+// maxTapeText is the longest text a tape is recorded for: a tape has at most
+// about 1.5 entries per byte of text, all of them int32 offsets. Payloads are
+// far smaller (HOOKLANE_MAX_EVENT_BYTES).
+const maxTapeText = math.MaxInt32 / 2
+
+// keptTapeEntries is the largest tape (and scratch stack) a runtime keeps for
+// its next run.
+const keptTapeEntries = 64 << 10
+
+// tapeBuf holds the tape and the scratch stack it is built with, reused from
+// run to run.
+type tapeBuf struct {
+	tape    []int32
+	scratch []int32
+}
+
+// newLazyInput checks data as the whole build does (syntax, nesting, trailing
+// data: the same errors) and builds the payload's value lazily over it,
+// recording the tape in fresh buffers, sized for an event's text (about one
+// entry per 4 bytes) so that they seldom grow.
+func newLazyInput(rt *goja.Runtime, data []byte) (*lazyInput, goja.Value, error) { //nolint:ireturn // goja values are an interface
+	b := tapeBuf{
+		tape:    make([]int32, 0, min(len(data), keptTapeEntries)/3+16),
+		scratch: make([]int32, 0, 64),
+	}
+	return b.lazyInput(rt, data)
+}
+
+// lazyInput is newLazyInput with the tape in b's buffers. A tape larger than
+// keptTapeEntries stays with the run's input only, not with b.
+func (b *tapeBuf) lazyInput(rt *goja.Runtime, data []byte) (*lazyInput, goja.Value, error) { //nolint:ireturn // goja values are an interface
+	if len(data) > maxTapeText {
+		return nil, nil, fmt.Errorf("%w: %d bytes is too long", errInputJSON, len(data))
+	}
+	b.tape, b.scratch = b.tape[:0], b.scratch[:0]
+	scan := jsonParser{data: data, canonical: true, tape: b}
+	start := scan.valueStart(0)
+	if _, err := scan.value(0); err != nil {
+		return nil, nil, err
+	}
+	if scan.space(); scan.i != len(data) {
+		return nil, nil, scan.fail("trailing data")
+	}
+	in := &lazyInput{rt: rt, data: data, tape: b.tape, canonical: scan.canonical}
+	if cap(b.tape) > keptTapeEntries {
+		b.tape = nil
+	}
+	if cap(b.scratch) > keptTapeEntries {
+		b.scratch = nil
+	}
+	in.objectProto = rt.NewObject().Prototype()
+	v, err := in.value(start, scan.last)
+	if err != nil {
+		return nil, nil, err
+	}
+	if obj, ok := v.(*goja.Object); ok {
+		in.root = obj // a lazy object or array: the text is the one value
+	}
+	return in, v, nil
+}
+
+// tapeBase is where the entries of the object or array starting at p.i
+// begin on the scratch stack.
+func (p *jsonParser) tapeBase() int {
+	if p.tape == nil {
+		return 0
+	}
+	return len(p.tape.scratch)
+}
+
+// tapeSeal ends the object or array whose entries (of size values each)
+// start at base on the scratch stack: its segment is appended to the tape,
+// and p.last is its index.
+func (p *jsonParser) tapeSeal(base, size int) {
+	if p.tape == nil {
+		return
+	}
+	t := p.tape
+	p.last = int32(len(t.tape))                                //nolint:gosec // G115: a tape is at most about 1.5 × maxTapeText entries
+	t.tape = append(t.tape, int32((len(t.scratch)-base)/size)) //nolint:gosec // G115: as above
+	t.tape = append(t.tape, t.scratch[base:]...)
+	t.scratch = t.scratch[:base]
+}
+
+// valueStart, on a scan recording a tape, skips the whitespace before the
+// value at depth (unless value will refuse the depth before reading it, so
+// that its error names the same byte) and returns the value's offset, p.last
+// set to -1 for a scalar.
+func (p *jsonParser) valueStart(depth int) int32 {
+	if p.tape == nil {
+		return 0
+	}
+	if depth <= maxJSONNesting {
+		p.space()
+	}
+	p.last = -1
+	return int32(p.i) //nolint:gosec // G115: the text is at most maxTapeText bytes
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// value builds the value whose text starts at off: a lazy object or array
+// from its tape segment seg, else a scalar from its text.
+func (in *lazyInput) value(off, seg int32) (goja.Value, error) { //nolint:ireturn // goja values are an interface
+	switch {
+	case seg < 0:
+		p := jsonParser{rt: in.rt, data: in.data, i: int(off)}
+		return p.value(0)
+	case in.data[off] == '{':
+		return in.object(seg)
+	default:
+		return in.array(seg), nil
+	}
+}
+
+// key is the key of the member at m in the tape.
+func (in *lazyInput) key(m int32) (string, error) {
+	a, b := in.tape[m], in.tape[m+1]
+	if in.tape[m+2] == 0 {
+		return string(in.data[a+1 : b-1]), nil
+	}
+	var s string
+	if err := json.Unmarshal(in.data[a:b], &s); err != nil {
+		return "", fmt.Errorf("%w: %w", errInputJSON, err)
+	}
+	return s, nil
+}
