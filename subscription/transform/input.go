@@ -288,7 +288,8 @@ func (p *jsonParser) str() (string, error) {
 	}
 	var s string
 	if err := json.Unmarshal(p.data[start:p.i], &s); err != nil {
-		return "", fmt.Errorf("%w: %w", errInputJSON, err)
+		// scanStr's error: the lazy scan refuses the text with it.
+		return "", fmt.Errorf("%w at byte %d: invalid escape", errInputJSON, start)
 	}
 	return s, nil
 }

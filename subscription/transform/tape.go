@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 )
@@ -152,7 +153,13 @@ func (in *lazyInput) value(off, seg int32) (goja.Value, error) { //nolint:iretur
 func (in *lazyInput) key(m int32) (string, error) {
 	a, b := in.tape[m], in.tape[m+1]
 	if in.tape[m+2] == 0 {
-		return string(in.data[a+1 : b-1]), nil
+		key := string(in.data[a+1 : b-1])
+		if !utf8.ValidString(key) {
+			// Each invalid byte is U+FFFD, as in the key goja makes of it
+			// for a plain object.
+			key = string([]rune(key))
+		}
+		return key, nil
 	}
 	var s string
 	if err := json.Unmarshal(in.data[a:b], &s); err != nil {
