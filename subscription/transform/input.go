@@ -47,11 +47,14 @@ type jsonParser struct {
 	rt   *goja.Runtime
 	data []byte
 	i    int
-	// tape, set on a scan (rt nil), records the text's objects and
-	// arrays (tape.go); last is then the tape index of the segment of the
-	// value just read, -1 for a scalar.
-	tape *tapeBuf
-	last int32
+	// record, set on a scan (rt nil), records the text's objects and
+	// arrays in tape, with scratch the stack of the entries of those being
+	// read (tape.go); last is then the tape index of the segment of the
+	// value just read, -1 for a scalar. The slices are the parser's while
+	// it reads (no write barrier per entry).
+	record        bool
+	tape, scratch []int32
+	last          int32
 	// objectProto is Object.prototype, looked up once.
 	objectProto *goja.Object
 	// canonical is false once the text read differs, or may differ, from
@@ -207,8 +210,8 @@ func (p *jsonParser) object(depth int) (goja.Value, error) { //nolint:ireturn //
 				return nil, err
 			}
 		}
-		if p.tape != nil {
-			p.tape.scratch = append(p.tape.scratch, int32(keyStart), int32(keyEnd), b2i(escaped), start, p.last) //nolint:gosec // G115: the text is at most maxTapeText bytes
+		if p.record {
+			p.scratch = append(p.scratch, int32(keyStart), int32(keyEnd), b2i(escaped), start, p.last) //nolint:gosec // G115: the text is at most maxTapeText bytes
 		}
 		p.space()
 		if p.i >= len(p.data) {
@@ -252,8 +255,8 @@ func (p *jsonParser) array(depth int) (goja.Value, error) { //nolint:ireturn // 
 		if p.rt != nil {
 			items = append(items, v)
 		}
-		if p.tape != nil {
-			p.tape.scratch = append(p.tape.scratch, start, p.last)
+		if p.record {
+			p.scratch = append(p.scratch, start, p.last)
 		}
 		p.space()
 		if p.i >= len(p.data) {

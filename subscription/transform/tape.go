@@ -62,22 +62,25 @@ func (b *tapeBuf) lazyInput(rt *goja.Runtime, data []byte) (*lazyInput, goja.Val
 	if len(data) > maxTapeText {
 		return nil, nil, fmt.Errorf("%w: %d bytes is too long", errInputJSON, len(data))
 	}
-	b.tape, b.scratch = b.tape[:0], b.scratch[:0]
-	scan := jsonParser{data: data, canonical: true, tape: b}
+	scan := jsonParser{data: data, canonical: true, record: true, tape: b.tape[:0], scratch: b.scratch[:0]}
 	start := scan.valueStart(0)
-	if _, err := scan.value(0); err != nil {
-		return nil, nil, err
+	_, err := scan.value(0)
+	if err == nil {
+		if scan.space(); scan.i != len(data) {
+			err = scan.fail("trailing data")
+		}
 	}
-	if scan.space(); scan.i != len(data) {
-		return nil, nil, scan.fail("trailing data")
-	}
-	in := &lazyInput{rt: rt, data: data, tape: b.tape, canonical: scan.canonical}
+	b.tape, b.scratch = scan.tape, scan.scratch[:0]
 	if cap(b.tape) > keptTapeEntries {
 		b.tape = nil
 	}
 	if cap(b.scratch) > keptTapeEntries {
 		b.scratch = nil
 	}
+	if err != nil {
+		return nil, nil, err
+	}
+	in := &lazyInput{rt: rt, data: data, tape: scan.tape, canonical: scan.canonical}
 	in.objectProto = rt.NewObject().Prototype()
 	v, err := in.value(start, scan.last)
 	if err != nil {
@@ -92,24 +95,20 @@ func (b *tapeBuf) lazyInput(rt *goja.Runtime, data []byte) (*lazyInput, goja.Val
 // tapeBase is where the entries of the object or array starting at p.i
 // begin on the scratch stack.
 func (p *jsonParser) tapeBase() int {
-	if p.tape == nil {
-		return 0
-	}
-	return len(p.tape.scratch)
+	return len(p.scratch)
 }
 
 // tapeSeal ends the object or array whose entries (of size values each)
 // start at base on the scratch stack: its segment is appended to the tape,
 // and p.last is its index.
 func (p *jsonParser) tapeSeal(base, size int) {
-	if p.tape == nil {
+	if !p.record {
 		return
 	}
-	t := p.tape
-	p.last = int32(len(t.tape))                                //nolint:gosec // G115: a tape is at most about 1.5 × maxTapeText entries
-	t.tape = append(t.tape, int32((len(t.scratch)-base)/size)) //nolint:gosec // G115: as above
-	t.tape = append(t.tape, t.scratch[base:]...)
-	t.scratch = t.scratch[:base]
+	p.last = int32(len(p.tape))                                //nolint:gosec // G115: a tape is at most about 1.5 × maxTapeText entries
+	p.tape = append(p.tape, int32((len(p.scratch)-base)/size)) //nolint:gosec // G115: as above
+	p.tape = append(p.tape, p.scratch[base:]...)
+	p.scratch = p.scratch[:base]
 }
 
 // valueStart, on a scan recording a tape, skips the whitespace before the
@@ -117,7 +116,7 @@ func (p *jsonParser) tapeSeal(base, size int) {
 // that its error names the same byte) and returns the value's offset, p.last
 // set to -1 for a scalar.
 func (p *jsonParser) valueStart(depth int) int32 {
-	if p.tape == nil {
+	if !p.record {
 		return 0
 	}
 	if depth <= maxJSONNesting {
