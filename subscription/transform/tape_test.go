@@ -170,3 +170,20 @@ func FuzzLazyTape(f *testing.F) {
 		require.Equal(t, canonical, li.canonical)
 	})
 }
+
+// A tape larger than keptTapeEntries serves its run but is not kept for the
+// next one; a small one is.
+func TestTapeLargeBuffersAreNotKept(t *testing.T) {
+	t.Parallel()
+	sb, err := newSandbox(1<<20, 1<<20)
+	require.NoError(t, err)
+	var b tapeBuf
+	li, v, err := b.lazyInput(sb.rt, []byte(longArrayPayload(20_000)))
+	require.NoError(t, err)
+	require.Greater(t, len(li.tape), keptTapeEntries)
+	require.Nil(t, b.tape, "the large tape is not kept")
+	require.Equal(t, int64(19_999), v.ToObject(sb.rt).Get("big").ToObject(sb.rt).Get("19999").ToObject(sb.rt).Get("i").ToInteger())
+	_, _, err = b.lazyInput(sb.rt, []byte(benchEvent))
+	require.NoError(t, err)
+	require.NotNil(t, b.tape, "a small one is")
+}
