@@ -211,7 +211,7 @@ func (e *Engine) runIn(sb *sandbox, prog *Program, in Input, lazy bool) (Output,
 		// The scan that checks the text whole (syntax, nesting) before
 		// anything is built, as the whole build does, records the tape the
 		// lazy payload is built from (tape.go).
-		li, v, err := newLazyInput(rt, text)
+		li, v, err := sb.tape.lazyInput(rt, text)
 		if err != nil {
 			return Output{}, fmt.Errorf("parse input payload: %w", err)
 		}

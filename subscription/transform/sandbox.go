@@ -63,6 +63,9 @@ type sandbox struct {
 	freeze goja.Callable
 	// objectProto is Object.prototype.
 	objectProto *goja.Object
+	// tape holds a lazily built payload's tape buffers (tape.go), kept
+	// from run to run.
+	tape tapeBuf
 
 	// wantWhole is set when the handler asked a lazily built payload object
 	// for what only a plain object can do: the run is stopped and run again
