@@ -70,7 +70,7 @@ type Engine struct {
 	maxLen int64
 	maxStr int64
 	slots  *semaphore.Weighted // a run holds one; a run alone holds all
-	idle   chan *sandbox
+	idle   *pool
 	wd     watchdog
 	fresh  bool // a new runtime for every run (the benchmark's baseline)
 	whole  bool // build the input whole, never lazily (tests and benchmarks)
@@ -88,7 +88,7 @@ func New(cfg Config) *Engine {
 		maxLen: max(cfg.MaxMemory/256, 1024),
 		maxStr: max(cfg.MaxMemory/16, cfg.MaxResultBytes),
 		slots:  semaphore.NewWeighted(int64(cfg.PoolSize)),
-		idle:   make(chan *sandbox, cfg.PoolSize),
+		idle:   newPool(cfg.PoolSize),
 	}
 }
 
@@ -170,14 +170,8 @@ func (e *Engine) runOnce(ctx context.Context, prog *Program, in Input, exclusive
 	case res := <-sb.done:
 		sb.abandon.Stop()
 		sb.rt.ClearInterrupt()
-		if e.fresh {
+		if e.fresh || !e.idle.put(sb) {
 			sb.retire()
-		} else {
-			select {
-			case e.idle <- sb:
-			default:
-				sb.retire()
-			}
 		}
 		return res.out, res.err
 	case <-sb.abandon.C:
@@ -190,10 +184,8 @@ func (e *Engine) runOnce(ctx context.Context, prog *Program, in Input, exclusive
 
 // sandbox takes an idle runtime or makes one.
 func (e *Engine) sandbox() (*sandbox, error) {
-	select {
-	case sb := <-e.idle:
+	if sb := e.idle.take(); sb != nil {
 		return sb, nil
-	default:
 	}
 	return newSandbox(e.maxLen, e.maxStr)
 }

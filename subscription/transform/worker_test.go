@@ -18,13 +18,13 @@ func TestRunReusesItsWorker(t *testing.T) {
 	for i := range 3 {
 		_, err := e.Run(t.Context(), prog, sampleInput())
 		require.NoError(t, err)
-		got := <-e.idle
+		got := e.idle.take()
 		if i == 0 {
 			sb = got
 		}
 		require.Same(t, sb, got, "one pooled runtime")
 		require.Equal(t, workerIdle, got.state.Load(), "its worker waits for the next run")
-		e.idle <- got
+		require.True(t, e.idle.put(got))
 	}
 	require.Eventually(t, func() bool { return sb.state.Load() == workerNone }, 10*time.Second, 5*time.Millisecond,
 		"the worker ends after its linger")
