@@ -227,7 +227,7 @@ func Check(out *transform.Output, req Request) error {
 		return &Error{Kind: transform.KindInvalidResult, Message: fmt.Sprintf("invalid_result: method %q is not POST, PUT or PATCH", out.Method)}
 	}
 	u, err := url.Parse(out.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.User != nil && !transform.SameOrigin(req.URL, out.URL)) {
 		return &Error{Kind: transform.KindInvalidResult, Message: fmt.Sprintf("invalid_result: url %q is not an http or https URL", out.URL)}
 	}
 	if req.Credentialed && !transform.SameOrigin(req.URL, out.URL) {

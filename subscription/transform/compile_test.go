@@ -97,6 +97,11 @@ func TestSameOrigin(t *testing.T) {
 		{"https://api.example.com/hooks", "https://api.example.com:8443/hooks", false},
 		{"https://api.example.com/hooks", "https://user:pw@api.example.com/hooks", false},
 		{"https://api.example.com/hooks", "://bad", false},
+		{"https://u:p@api.example.com/hooks", "https://u:p@api.example.com/orders/42", true},
+		{"https://u:p@api.example.com/hooks", "https://api.example.com/hooks", true},
+		{"https://u:p@api.example.com/hooks", "https://u:other@api.example.com/hooks", false},
+		{"https://u:p@api.example.com/hooks", "https://u:p@evil.example.com/hooks", false},
+		{"https://u:p@api.example.com/hooks", "https://u:p@api.example.com:8443/hooks", false},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.want, SameOrigin(tt.prev, tt.next), "%s → %s", tt.prev, tt.next)

@@ -367,7 +367,7 @@ func (e *Engine) output(sb *sandbox, res goja.Value, in Input, src *inputText) (
 		if in.URL == "" {
 			return Output{}, invalid("url cannot be set: the subscription delivers to a destination")
 		}
-		if err := checkURL(u.String()); err != nil {
+		if err := checkURL(u.String(), in.URL); err != nil {
 			return Output{}, invalid("%v", err)
 		}
 		out.URL = u.String()

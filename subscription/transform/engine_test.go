@@ -169,6 +169,34 @@ func TestRunInvalidResults(t *testing.T) {
 	requireRunError(t, err, KindInvalidResult, "destination")
 }
 
+// A target whose url carries user information keeps it through a handler
+// that leaves the url alone or changes its path; the credentials never move
+// to another origin, nor change.
+func TestRunTargetWithUserInfo(t *testing.T) {
+	t.Parallel()
+	e := testEngine(Config{})
+	in := sampleInput()
+	in.URL = "https://u:p@receiver.example.com/hooks"
+	for body, want := range map[string]string{
+		`return w`:                                           in.URL,
+		`w.headers["x-a"] = "1"; return w`:                   in.URL,
+		`w.url = w.url + "/42"; return w`:                    in.URL + "/42",
+		`return {url: "https://receiver.example.com/other"}`: "https://receiver.example.com/other",
+	} {
+		out, err := run(t, e, "function handler(w) { "+body+" }", in)
+		require.NoError(t, err, body)
+		require.Equal(t, want, out.URL, body)
+	}
+	for _, body := range []string{
+		`return {url: "https://u:p@evil.example.com/hooks"}`,
+		`return {url: "https://u:other@receiver.example.com/hooks"}`,
+		`return {url: "http://u:p@receiver.example.com/hooks"}`,
+	} {
+		_, err := run(t, e, "function handler(w) { "+body+" }", in)
+		requireRunError(t, err, KindInvalidResult, "credentials")
+	}
+}
+
 func TestRunResultTooLarge(t *testing.T) {
 	t.Parallel()
 	e := testEngine(Config{MaxResultBytes: 4096})

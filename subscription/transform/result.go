@@ -143,9 +143,10 @@ func validMethod(m string) bool {
 }
 
 // checkURL checks a url the handler returned: absolute http or https with a
-// host. The target checks of §3 (private addresses and so on) are the
-// caller's.
-func checkURL(raw string) error {
+// host, user information only as the target has it, on the target's origin
+// (SameOrigin). The target checks of §3 (private addresses and so on) are
+// the caller's.
+func checkURL(raw, target string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("url: %w", err)
@@ -156,7 +157,7 @@ func checkURL(raw string) error {
 	if u.Host == "" {
 		return fmt.Errorf("url %q: has no host", truncate(raw, 200))
 	}
-	if u.User != nil {
+	if u.User != nil && !SameOrigin(target, raw) {
 		return fmt.Errorf("url %q: must not carry credentials", truncate(raw, 200))
 	}
 	return nil
@@ -165,7 +166,9 @@ func checkURL(raw string) error {
 // SameOrigin reports whether next differs from prev in its path and query
 // only: the rule for a subscription with auth or tls (§14), whose credential
 // never goes to another scheme, host or port. Both must be absolute URLs; a
-// default port written out ("https://h:443") counts as the same port.
+// default port written out ("https://h:443") counts as the same port. User
+// information in next must be prev's own (or none): a credential is never
+// added, nor moved to another origin.
 func SameOrigin(prev, next string) bool {
 	p, err1 := url.Parse(prev)
 	n, err2 := url.Parse(next)
@@ -175,7 +178,7 @@ func SameOrigin(prev, next string) bool {
 	return strings.EqualFold(p.Scheme, n.Scheme) &&
 		strings.EqualFold(p.Hostname(), n.Hostname()) &&
 		effectivePort(p) == effectivePort(n) &&
-		n.User == nil
+		(n.User == nil || p.User != nil && n.User.String() == p.User.String())
 }
 
 func effectivePort(u *url.URL) string {
