@@ -64,7 +64,22 @@ func isDynamicInput(v goja.Value) bool {
 		return true
 	}
 	obj, ok := v.(*goja.Object)
-	return ok && obj.ExportType() == inputObjectType()
+	if !ok {
+		return false
+	}
+	_, ok = inputObjectOf(obj)
+	return ok
+}
+
+// inputObjectOf is obj's inputObject when it is one; any other object is
+// not exported (a plain object's export would read every property, getters
+// included).
+func inputObjectOf(obj *goja.Object) (*inputObject, bool) {
+	if obj.ExportType() != inputObjectType() {
+		return nil, false
+	}
+	o, ok := obj.Export().(*inputObject)
+	return o, ok
 }
 
 // argBlock is what newArgument makes, in one allocation.

@@ -475,7 +475,7 @@ func (e *Engine) headers(sb *sandbox, v goja.Value, size *int64) (map[string]str
 	}
 	var keys []string
 	get := obj.Get
-	if o, ok := obj.Export().(*inputObject); ok && obj.Prototype() == sb.objectProto {
+	if o, ok := inputObjectOf(obj); ok && obj.Prototype() == sb.objectProto {
 		// The input's own headers object: its members, read as obj.Keys
 		// and obj.Get would, without goja's enumeration.
 		keys, get = o.Keys(), o.Get

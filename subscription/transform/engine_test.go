@@ -169,6 +169,19 @@ func TestRunInvalidResults(t *testing.T) {
 	requireRunError(t, err, KindInvalidResult, "destination")
 }
 
+// A getter on a headers object the handler made runs once, as the whole
+// build's read of it does: the check of the headers does not export the
+// object (which reads every property) to tell the input's own from it.
+func TestRunHeaderGetterReadOnce(t *testing.T) {
+	t.Parallel()
+	e := testEngine(Config{})
+	out, err := run(t, e, `function handler(w) { var n = 0, h = {};
+		Object.defineProperty(h, "x-a", {get: function () { n++; return "read " + n }, enumerable: true});
+		w.headers = h; return w }`, sampleInput())
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"x-a": "read 1"}, out.Headers)
+}
+
 // A target whose url carries user information keeps it through a handler
 // that leaves the url alone or changes its path; the credentials never move
 // to another origin, nor change.
