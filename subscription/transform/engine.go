@@ -153,7 +153,7 @@ func (e *Engine) runOnce(ctx context.Context, prog *Program, in Input, exclusive
 		e.wd.begin(r)
 		lazy := !e.whole && !prog.whole
 		out, err := e.runIn(sb, prog, in, lazy)
-		if lazy && (sb.wantWhole || dynamicObjectError(err)) && ctx.Err() == nil && e.wd.resume(r) {
+		if lazy && dynamicObjectError(err) && ctx.Err() == nil && e.wd.resume(r) {
 			// The handler asked the lazy payload for what only a plain
 			// object can do: the same run again, on a plain input.
 			out, err = e.runIn(sb, prog, in, false)
@@ -195,10 +195,9 @@ func (e *Engine) sandbox() (*sandbox, error) {
 // lazy the payload is built lazily (lazy.go), else whole.
 func (e *Engine) runIn(sb *sandbox, prog *Program, in Input, lazy bool) (Output, error) {
 	rt := sb.rt
-	sb.wantWhole = false
 	text := orNull(in.Payload)
 	src := &inputText{text: text}
-	var payload goja.Value
+	var arg *goja.Object
 	if lazy {
 		// The scan that checks the text whole (syntax, nesting) before
 		// anything is built, as the whole build does, records the tape the
@@ -207,13 +206,14 @@ func (e *Engine) runIn(sb *sandbox, prog *Program, in Input, lazy bool) (Output,
 		if err != nil {
 			return Output{}, fmt.Errorf("parse input payload: %w", err)
 		}
-		src.canonical, src.lazy, payload = li.canonical, li, v
+		src.canonical, src.lazy = li.canonical, li
+		arg = newArgument(rt, in, v)
 	} else {
 		v, canonical, err := jsonToValue(rt, text)
 		if err != nil {
 			return Output{}, fmt.Errorf("parse input payload: %w", err)
 		}
-		payload, src.canonical = v, canonical
+		src.canonical = canonical
 		if !canonical {
 			// The handler may change the payload in place: its text is
 			// taken before the run.
@@ -223,13 +223,7 @@ func (e *Engine) runIn(sb *sandbox, prog *Program, in Input, lazy bool) (Output,
 			}
 			src.canon, src.known = js.String(), true
 		}
-	}
-	var arg *goja.Object
-	if lazy {
-		arg = newArgument(rt, in, payload)
-	} else {
-		var err error
-		if arg, err = buildInput(rt, in, payload); err != nil {
+		if arg, err = buildInput(rt, in, v); err != nil {
 			return Output{}, err
 		}
 	}

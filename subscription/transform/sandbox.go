@@ -66,11 +66,6 @@ type sandbox struct {
 	// tape holds a lazily built payload's tape buffers (tape.go), kept
 	// from run to run.
 	tape tapeBuf
-
-	// wantWhole is set when the handler asked a lazily built payload object
-	// for what only a plain object can do: the run is stopped and run again
-	// on an input built whole.
-	wantWhole bool
 }
 
 // newSandbox makes a runtime, removes what §16 leaves out, guards the
@@ -378,8 +373,7 @@ func (s *sandbox) guard() error {
 		}
 		if err := set(objectCtor, name, func(c goja.FunctionCall) goja.Value {
 			if isDynamicInput(c.Argument(0)) {
-				s.wantWhole = true
-				rt.Interrupt(kindWhole)
+				rt.Interrupt(kindWhole) // dynamicObjectError tells the engine
 				return c.Argument(0)
 			}
 			return call(orig, c.This, c.Arguments...)
